@@ -1,0 +1,3 @@
+"""misstep.eval."""
+
+__all__: list[str] = []

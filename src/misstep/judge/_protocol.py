@@ -1,0 +1,62 @@
+"""The one extension point of the judge: a backend that turns a rendered prompt into a label."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from misstep.judge._record import LabelStatus
+from misstep.rollouts import Trace
+
+__all__ = ["Judge", "JudgeRequest", "JudgeResult"]
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """Everything a backend may use to label one trace."""
+
+    trace: Trace
+    """The trace itself (untrusted text)."""
+    final_answer: str | None
+    """The trace's extracted final answer."""
+    steps: list[str]
+    """The steps exactly as shown to the judge, numbered from 0."""
+    messages: list[dict[str, str]]
+    """The rendered chat messages (system + user); the trace is fenced as data at the end."""
+    seed: int
+    """Per-request seed: a pure function of (global seed, trace_id, attempt/sample)."""
+    trace_cut: bool = False
+    """The trace was shortened to fit the token budget."""
+
+
+@dataclass
+class JudgeResult:
+    """What a backend returns for one request. ``label`` is set only when status is ``ok``."""
+
+    status: LabelStatus
+    label: BaseModel | None = None
+    attempts: int = 1
+    latency_ms: float = 0.0
+    raw_reply: str | None = None
+    reason: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A judge backend, registered by name so that a manifest can rebuild it."""
+
+    @property
+    def judge_id(self) -> str:
+        """Short id of this configuration (backend, model, taxonomy/prompt hashes, sampling)."""
+        ...
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Label one trace. Never raises for a bad reply: returns a non-ok status instead."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and engines."""
+        ...

@@ -1,0 +1,3 @@
+"""misstep.pipelines."""
+
+__all__: list[str] = []

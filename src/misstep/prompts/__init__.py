@@ -1,0 +1,3 @@
+"""misstep.prompts."""
+
+__all__: list[str] = []

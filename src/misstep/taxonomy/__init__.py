@@ -1,0 +1,3 @@
+"""misstep.taxonomy."""
+
+__all__: list[str] = []
