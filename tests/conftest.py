@@ -1,0 +1,20 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# ../shared/data beside the checkout holds real annotated traces; the suite skips what needs it
+# when it is absent, since the project must install and test without it.
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of ../shared/data, or skip the test when it is not there."""
+    if not (SHARED_DATA / "README.md").exists():
+        pytest.skip("../shared/data is not present")
+    return SHARED_DATA
