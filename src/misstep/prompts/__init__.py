@@ -1,3 +1,11 @@
-"""misstep.prompts."""
+"""Judge prompt templates (files under ``templates/``) and their rendering."""
 
-__all__: list[str] = []
+from misstep.prompts._render import (
+    RenderedPrompt,
+    estimate_tokens,
+    prompt_hash,
+    render_judge_prompt,
+)
+from misstep.prompts._steps import split_steps
+
+__all__ = ["RenderedPrompt", "estimate_tokens", "prompt_hash", "render_judge_prompt", "split_steps"]

@@ -1,0 +1,106 @@
+"""The ``rules`` judge: no model, re-checks every explicit calculation with exact arithmetic."""
+
+from __future__ import annotations
+
+import time
+
+from misstep.errors import OptionError
+from misstep.judge._arith import find_arithmetic_error
+from misstep.judge._config import JudgeConfig, judge_id
+from misstep.judge._protocol import JudgeRequest, JudgeResult
+from misstep.judge._record import LabelStatus
+from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
+from misstep.prompts import prompt_hash
+from misstep.taxonomy import Taxonomy
+
+__all__ = ["RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_rules_judge"]
+
+RULES_JUDGE_CAPABILITIES = (
+    "rules judge (no model): re-checks every explicit calculation written as a chain "
+    "'a op b = c (= d ...)' with + - × * · / ÷ ^, parentheses, \\frac/\\dfrac, decimals, "
+    "thousands separators and percentages, in exact rational arithmetic, and reports the first "
+    "wrong one as 'arithmetic' with its step and the verbatim calculation. A stated decimal may "
+    "be rounded or truncated to its own precision; '≈' allows 5%. It cannot detect misread "
+    "problems, misused theorems or formulas, broken derivations, algebra with variables, or "
+    "calculations written in words; a trace where it finds nothing gets 'other' with "
+    "confidence 0, which means undetermined, not error-free."
+)
+"""What the rules judge detects and what it cannot; shown by the CLI and the README."""
+
+NO_ERROR_EXPLANATION = (
+    "rules judge: no checkable arithmetic error found; cannot detect misreads, theorem misuse "
+    "or broken derivations"
+)
+_FALLBACK_KEYS = ("other", "undetermined")
+
+
+class RulesJudge:
+    """A judge that only finds wrong explicit calculations; fast, deterministic, model-free."""
+
+    def __init__(self, config: JudgeConfig, taxonomy: Taxonomy) -> None:
+        keys = taxonomy.keys
+        if "arithmetic" not in keys:
+            raise OptionError(
+                option="--judge",
+                value="rules",
+                allowed="the rules judge needs a taxonomy with an 'arithmetic' category "
+                f"(taxonomy {taxonomy.id} has {', '.join(keys)})",
+            )
+        fallback = next((k for k in _FALLBACK_KEYS if k in keys), None)
+        if fallback is None:
+            raise OptionError(
+                option="--judge",
+                value="rules",
+                allowed="the rules judge needs an 'other' (or 'undetermined') category for "
+                f"traces it cannot decide (taxonomy {taxonomy.id} has {', '.join(keys)})",
+            )
+        self._fallback = fallback
+        self._label = label_model(taxonomy)
+        self._id = judge_id(config, taxonomy.hash, prompt_hash())
+
+    @property
+    def judge_id(self) -> str:
+        """Short id of this configuration."""
+        return self._id
+
+    def label_steps(self, steps: list[str]) -> JudgeResult:
+        """Label a trace given its steps (synchronous core of :meth:`judge`)."""
+        start = time.perf_counter()
+        found = find_arithmetic_error(steps)
+        if found is None:
+            label = self._label(
+                error_type=self._fallback,
+                first_error_step=0,
+                evidence="",
+                explanation=NO_ERROR_EXPLANATION,
+                confidence=0.0,
+            )
+        else:
+            label = self._label(
+                error_type="arithmetic",
+                first_error_step=found.step,
+                evidence=found.evidence[:EVIDENCE_MAX_CHARS],
+                explanation=(
+                    f"rules judge: in step {found.step}, {found.evidence[:120]!s} is wrong: "
+                    f"{found.expression} is {found.correct}, not {found.stated}"
+                ),
+                confidence=0.9,
+            )
+        return JudgeResult(
+            status=LabelStatus.OK,
+            label=label,
+            attempts=1,
+            latency_ms=(time.perf_counter() - start) * 1000.0,
+        )
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Label one trace from the steps it was shown. Never raises for trace content."""
+        return self.label_steps(request.steps)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def create_rules_judge(config: JudgeConfig, taxonomy: Taxonomy) -> RulesJudge:
+    """Registry factory of the ``rules`` backend."""
+    return RulesJudge(config, taxonomy)
