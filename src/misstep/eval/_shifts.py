@@ -1,0 +1,296 @@
+"""Shift of the error-type distribution of wrong traces between consecutive checkpoints.
+
+Traces of one problem are not independent (a problem that draws a consistent wrong answer draws
+many traces of one type), so every uncertainty here treats the *problem* as the unit:
+
+- a type's share at a checkpoint is a ratio estimator ``sum_i x_i / sum_i m_i`` over problems
+  (``x_i`` labelled wrong traces of that type, ``m_i`` labelled wrong traces), with the
+  cluster-robust variance ``P/(P-1) * sum_i (x_i - r m_i)^2 / (sum_i m_i)^2``;
+- intervals are percentile intervals of a seeded cluster bootstrap (resampling problems);
+- the per-pair omnibus test is scipy's Pearson chi-square on the 2 x T table of trace counts,
+  divided by a first-order Rao-Scott design effect (the mean, over types and both checkpoints, of
+  cluster variance / multinomial variance, never below 1) before taking its p-value;
+- the per-type change ``share_b - share_a`` is a two-sided z test with the two cluster-robust
+  variances (checkpoints treated as independent samples of problems, which is conservative when a
+  problem's mix persists between checkpoints), with a bootstrap interval.
+
+p-values are Benjamini-Hochberg adjusted (statsmodels ``multipletests``, ``fdr_bh``): omnibus
+tests across all pairs; per-type tests across all pairs x types. The Jensen-Shannon divergence is
+``scipy.spatial.distance.jensenshannon(p, q, base=2) ** 2`` (the divergence, not the distance),
+in [0, 1]. A pair where either checkpoint has fewer than ``MIN_LABELLED`` labelled wrong traces or
+fewer than ``MIN_PROBLEMS`` problems with one is not tested (``p_value`` None, ``note`` says why).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+from scipy import stats
+from scipy.spatial.distance import jensenshannon
+from statsmodels.stats.multitest import multipletests
+
+__all__ = [
+    "MIN_LABELLED",
+    "MIN_PROBLEMS",
+    "CheckpointShares",
+    "Shift",
+    "TypeChange",
+    "bh_adjust",
+    "checkpoint_shares",
+    "distribution_shifts",
+]
+
+MIN_LABELLED = 20
+MIN_PROBLEMS = 5
+_CLUSTER = ["dataset", "problem_id"]
+
+
+def bh_adjust(p_values: list[float | None]) -> list[float | None]:
+    """Benjamini-Hochberg adjusted p-values; None entries stay None and are not counted."""
+    idx = [i for i, p in enumerate(p_values) if p is not None]
+    out: list[float | None] = [None] * len(p_values)
+    if not idx:
+        return out
+    adj = multipletests([p_values[i] for i in idx], method="fdr_bh")[1]
+    for i, a in zip(idx, adj, strict=True):
+        out[i] = float(a)
+    return out
+
+
+class CheckpointShares(BaseModel):
+    """The error-type distribution of one checkpoint's labelled wrong traces."""
+
+    checkpoint: str
+    """Checkpoint name."""
+    n_labelled: int
+    """Labelled wrong traces."""
+    n_problems: int
+    """Problems with at least one labelled wrong trace."""
+    counts: dict[str, int]
+    """Labelled wrong traces per type."""
+    shares: dict[str, float]
+    """Share of the labelled wrong traces per type."""
+    ci: dict[str, tuple[float, float]]
+    """95% cluster-bootstrap interval of each share."""
+    variance: dict[str, float]
+    """Cluster-robust variance of each share."""
+
+
+class TypeChange(BaseModel):
+    """The change of one type's share between two consecutive checkpoints."""
+
+    error_type: str
+    """Taxonomy key."""
+    share_before: float
+    """Share at the earlier checkpoint."""
+    share_after: float
+    """Share at the later checkpoint."""
+    delta: float
+    """``share_after - share_before``."""
+    ci: tuple[float, float] | None
+    """95% cluster-bootstrap interval of ``delta``."""
+    cohen_h: float
+    """Effect size ``2 asin sqrt(after) - 2 asin sqrt(before)``."""
+    p_value: float | None
+    """Two-sided z-test p-value, BH-adjusted across all pairs x types."""
+    p_raw: float | None
+    """The same p-value before adjustment."""
+
+
+class Shift(BaseModel):
+    """Distribution shift between two consecutive checkpoints."""
+
+    before: str
+    """Earlier checkpoint."""
+    after: str
+    """Later checkpoint."""
+    chi2: float | None
+    """Rao-Scott corrected chi-square statistic."""
+    dof: int | None
+    """Degrees of freedom (types present - 1)."""
+    design_effect: float | None
+    """Divisor applied to Pearson's statistic (>= 1)."""
+    p_value: float | None
+    """Omnibus p-value, BH-adjusted across pairs."""
+    p_raw: float | None
+    """Omnibus p-value before adjustment."""
+    jsd: float | None
+    """Jensen-Shannon divergence (base 2, squared distance), in [0, 1]."""
+    changes: list[TypeChange]
+    """Per-type change, in type order."""
+    note: str | None = None
+    """Why the pair was not tested, when it was not."""
+
+
+def _problem_matrix(rows: pd.DataFrame, types: list[str]) -> np.ndarray:
+    """Problems x types count matrix of one checkpoint's labelled wrong traces."""
+    if rows.empty:
+        return np.zeros((0, len(types)))
+    ct = pd.crosstab([rows["dataset"], rows["problem_id"]], rows["error_type"])
+    return ct.reindex(columns=types, fill_value=0).to_numpy(dtype=float)
+
+
+def _shares(x: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ratio-estimator shares and their cluster-robust variances."""
+    m = x.sum(axis=1)
+    total = m.sum()
+    if total == 0:
+        return np.zeros(n_types), np.zeros(n_types)
+    r = x.sum(axis=0) / total
+    p = x.shape[0]
+    if p < 2:
+        return r, np.full(n_types, np.nan)
+    resid = x - np.outer(m, r)
+    var = p / (p - 1) * (resid**2).sum(axis=0) / total**2
+    return r, var
+
+
+def _bootstrap(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """n_boot x types bootstrap shares, resampling problems with replacement."""
+    p = x.shape[0]
+    if p == 0:
+        return np.zeros((n_boot, x.shape[1]))
+    w = rng.multinomial(p, np.full(p, 1.0 / p), size=n_boot).astype(float)
+    tot = w @ x
+    s = tot.sum(axis=1, keepdims=True)
+    out: np.ndarray = np.divide(tot, s, out=np.zeros_like(tot), where=s > 0)
+    return out
+
+
+def checkpoint_shares(
+    wrong_labelled: pd.DataFrame,
+    checkpoints: list[str],
+    types: list[str],
+    *,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> tuple[list[CheckpointShares], dict[str, np.ndarray]]:
+    """Per checkpoint: shares with intervals, plus the bootstrap draws (for the shifts)."""
+    out: list[CheckpointShares] = []
+    draws: dict[str, np.ndarray] = {}
+    by_ck = dict(tuple(wrong_labelled.groupby("checkpoint", sort=False)))
+    for i, ck in enumerate(checkpoints):
+        rows = by_ck.get(ck, wrong_labelled.iloc[:0])
+        x = _problem_matrix(rows, types)
+        r, var = _shares(x, len(types))
+        boot = _bootstrap(x, n_boot, np.random.default_rng([seed, i]))
+        draws[ck] = boot
+        lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+        out.append(
+            CheckpointShares(
+                checkpoint=ck,
+                n_labelled=int(x.sum()),
+                n_problems=int((x.sum(axis=1) > 0).sum()),
+                counts={t: int(v) for t, v in zip(types, x.sum(axis=0), strict=True)},
+                shares={t: float(v) for t, v in zip(types, r, strict=True)},
+                ci={t: (float(a), float(b)) for t, a, b in zip(types, lo, hi, strict=True)},
+                variance={t: float(v) for t, v in zip(types, var, strict=True)},
+            )
+        )
+    return out, draws
+
+
+def _omnibus(
+    a: CheckpointShares, b: CheckpointShares, types: list[str]
+) -> tuple[float, int, float, float]:
+    """Rao-Scott corrected chi-square: statistic, dof, design effect, raw p-value."""
+    present = [t for t in types if a.counts[t] + b.counts[t] > 0]
+    table = np.array([[a.counts[t] for t in present], [b.counts[t] for t in present]])
+    pearson, _, dof, _ = stats.chi2_contingency(table, correction=False)
+    deffs = []
+    for cs in (a, b):
+        for t in present:
+            r = cs.shares[t]
+            if 0 < r < 1 and np.isfinite(cs.variance[t]):
+                deffs.append(cs.variance[t] / (r * (1 - r) / cs.n_labelled))
+    deff = max(1.0, float(np.mean(deffs))) if deffs else 1.0
+    stat = float(pearson) / deff
+    return stat, int(dof), deff, float(stats.chi2.sf(stat, dof))
+
+
+def distribution_shifts(
+    shares: list[CheckpointShares],
+    draws: dict[str, np.ndarray],
+    types: list[str],
+) -> list[Shift]:
+    """Shifts between consecutive checkpoints of ``shares`` (in checkpoint order)."""
+    shifts: list[Shift] = []
+    for a, b in itertools.pairwise(shares):
+        few = [
+            cs.checkpoint
+            for cs in (a, b)
+            if cs.n_labelled < MIN_LABELLED or cs.n_problems < MIN_PROBLEMS
+        ]
+        changes = []
+        for j, t in enumerate(types):
+            ra, rb = a.shares[t], b.shares[t]
+            p_raw: float | None = None
+            ci: tuple[float, float] | None = None
+            if not few:
+                se = float(np.sqrt(a.variance[t] + b.variance[t]))
+                p_raw = (
+                    1.0
+                    if se == 0 or not np.isfinite(se)
+                    else float(2 * stats.norm.sf(abs(rb - ra) / se))
+                )
+                d = draws[b.checkpoint][:, j] - draws[a.checkpoint][:, j]
+                lo, hi = np.percentile(d, [2.5, 97.5])
+                ci = (float(lo), float(hi))
+            h = 2 * np.arcsin(np.sqrt(rb)) - 2 * np.arcsin(np.sqrt(ra))
+            changes.append(
+                TypeChange(
+                    error_type=t,
+                    share_before=ra,
+                    share_after=rb,
+                    delta=rb - ra,
+                    ci=ci,
+                    cohen_h=float(h),
+                    p_value=p_raw,
+                    p_raw=p_raw,
+                )
+            )
+        if few:
+            shifts.append(
+                Shift(
+                    before=a.checkpoint,
+                    after=b.checkpoint,
+                    chi2=None,
+                    dof=None,
+                    design_effect=None,
+                    p_value=None,
+                    p_raw=None,
+                    jsd=None,
+                    changes=changes,
+                    note=(
+                        f"too few data at {', '.join(few)}: each checkpoint needs at least "
+                        f"{MIN_LABELLED} labelled wrong traces over {MIN_PROBLEMS} problems"
+                    ),
+                )
+            )
+            continue
+        stat, dof, deff, p = _omnibus(a, b, types)
+        pa = np.array([a.shares[t] for t in types])
+        pb = np.array([b.shares[t] for t in types])
+        shifts.append(
+            Shift(
+                before=a.checkpoint,
+                after=b.checkpoint,
+                chi2=stat,
+                dof=dof,
+                design_effect=deff,
+                p_value=p,
+                p_raw=p,
+                jsd=float(jensenshannon(pa, pb, base=2) ** 2),
+                changes=changes,
+            )
+        )
+    # Adjust: omnibus across pairs, per-type across pairs x types.
+    for s, adj in zip(shifts, bh_adjust([s.p_raw for s in shifts]), strict=True):
+        s.p_value = adj
+    flat = [c for s in shifts for c in s.changes]
+    for c, adj in zip(flat, bh_adjust([c.p_raw for c in flat]), strict=True):
+        c.p_value = adj
+    return shifts
