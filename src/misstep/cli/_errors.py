@@ -8,6 +8,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from misstep.errors import MisstepError
 
@@ -26,9 +27,15 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
         try:
             return fn(*args, **kwargs)
         except MisstepError as exc:
-            err_console.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+            # Escape: messages quote user values and hints like `pip install 'misstep[vllm]'`,
+            # whose brackets rich would otherwise read as markup and drop.
+            err_console.print(
+                f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True
+            )
             if exc.hint:
-                err_console.print(f"[yellow]hint:[/] {exc.hint}", markup=True, soft_wrap=True)
+                err_console.print(
+                    f"[yellow]hint:[/] {escape(exc.hint)}", markup=True, soft_wrap=True
+                )
             raise typer.Exit(code=exc.exit_code) from None
 
     return wrapper

@@ -1,10 +1,223 @@
-"""CLI command group: label (filled in by its issue)."""
+"""CLI command group: ``misstep label`` (judge every wrong trace, resumably)."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from misstep.cli._errors import err_console, handles_errors
+from misstep.errors import OptionError
+from misstep.judge import JudgeConfig, available_judges, create_judge
+from misstep.pipelines import LabelProgress, LabelRunSummary, run_labeling
+from misstep.taxonomy import Taxonomy, load_taxonomy
+
+_STATUSES = ("ok", "skipped", "unparseable", "truncated", "failed")
+
+
+def _count_lines(path: Path, limit: int | None) -> int | None:
+    """Total for the progress bar: the lines of a plain JSONL file (cheap), else unknown."""
+    if not path.is_file() or path.suffix not in (".jsonl", ".ndjson"):
+        return limit
+    lines = 0
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            lines += block.count(b"\n")
+            if limit is not None and lines >= limit:
+                return limit
+    return lines
+
+
+def _status_text(progress: LabelProgress) -> str:
+    counts = progress.status_counts
+    parts = [f"{s} {counts[s]}" for s in _STATUSES if counts.get(s)]
+    if progress.resumed:
+        parts.append(f"already ok {progress.resumed}")
+    if progress.rejected:
+        parts.append(f"rejected {progress.rejected}")
+    return " · ".join(parts)
+
+
+def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonomy) -> None:
+    table = Table(title=f"labels in {summary.run_dir} (judge {summary.judge})")
+    table.add_column("status")
+    table.add_column("traces", justify="right")
+    table.add_column("written this run", justify="right")
+    for status in _STATUSES:
+        table.add_row(
+            status,
+            str(summary.status_counts.get(status, 0)),
+            str(summary.written_counts.get(status, 0)),
+        )
+    console.print(table)
+    if summary.error_types_by_checkpoint:
+        by_ck = Table(title="error types per checkpoint (current ok labels)")
+        by_ck.add_column("checkpoint")
+        keys = list(taxonomy.keys)
+        extra = sorted(
+            {k for c in summary.error_types_by_checkpoint.values() for k in c} - set(keys)
+        )
+        for key in keys + extra:
+            by_ck.add_column(key, justify="right")
+        for checkpoint, counts in sorted(summary.error_types_by_checkpoint.items()):
+            by_ck.add_row(checkpoint, *(str(counts.get(k, 0)) for k in keys + extra))
+        console.print(by_ck)
+    console.print(
+        f"{summary.traces} traces read, {summary.written} records written, "
+        f"{summary.resumed} already labelled, {summary.rejected} rejected, "
+        f"{summary.calls} judge requests in {summary.seconds:.1f} s"
+    )
+    not_ok = sum(summary.status_counts.get(s, 0) for s in ("unparseable", "truncated", "failed"))
+    if not_ok:
+        console.print(
+            f"[yellow]{not_ok} trace(s) have no label yet; run the same command again to "
+            "retry them.[/]"
+        )
+
+
+@handles_errors
+def label(
+    traces: Annotated[
+        Path, typer.Argument(help="Traces file or directory (JSONL, CSV, Parquet, verl).")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Run directory for labels.jsonl and manifest.json.")
+    ],
+    judge: Annotated[
+        str, typer.Option("--judge", help=f"Judge backend: {', '.join(available_judges())}.")
+    ] = "rules",
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name; default: the only one served.")
+    ] = None,
+    taxonomy: Annotated[
+        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Requests in flight.")
+    ] = 16,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 60.0,
+    max_retries: Annotated[
+        int, typer.Option("--max-retries", min=0, help="Retries on 5xx/timeouts.")
+    ] = 3,
+    samples: Annotated[
+        int, typer.Option("--samples", min=1, help="Judge samples per trace (majority).")
+    ] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Global seed of the per-request seeds.")] = 0,
+    include_correct: Annotated[
+        bool, typer.Option("--include-correct", help="Also judge traces whose answer is correct.")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Read only the first N traces.")
+    ] = None,
+    max_trace_tokens: Annotated[
+        int,
+        typer.Option("--max-trace-tokens", min=1, help="Token budget of the trace in the prompt."),
+    ] = 6000,
+    input_format: Annotated[
+        str | None, typer.Option("--input-format", help="Input format; default: inferred.")
+    ] = None,
+    regrade: Annotated[
+        bool, typer.Option("--regrade", help="Grade again, ignoring given grades.")
+    ] = False,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Write invalid rows to RUN_DIR/rejects.jsonl.")
+    ] = False,
+) -> None:
+    """Label every wrong trace with its first error: type, step and quote. Re-run to resume."""
+    if timeout <= 0:
+        raise OptionError(option="--timeout", value=timeout, allowed="a positive number of seconds")
+    if judge not in available_judges():
+        raise OptionError(
+            option="--judge", value=judge, allowed="one of " + ", ".join(available_judges())
+        )
+    tax = load_taxonomy(taxonomy)
+    config = JudgeConfig(
+        backend=judge,
+        model=model,
+        base_url=base_url,
+        taxonomy_path=str(taxonomy) if taxonomy is not None else None,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        concurrency=concurrency,
+        samples=samples,
+        seed=seed,
+        max_trace_tokens=max_trace_tokens,
+    )
+    # Build (and probe) the judge before the progress bar: a dead server fails at once.
+    backend = create_judge(config, tax)
+    total = _count_lines(traces, limit)
+    start = time.monotonic()
+    last = 0.0
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]labelling"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[counts]}"),
+        console=err_console,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("label", total=total, rate="", counts="")
+
+        def on_progress(state: LabelProgress) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last < 0.1:  # redraw at most 10 times a second
+                return
+            last = now
+            rate = state.done / max(now - start, 1e-9)
+            bar.update(
+                task,
+                completed=state.done,
+                rate=f"{rate:.1f} traces/s",
+                counts=_status_text(state),
+            )
+
+        def final(state: LabelProgress) -> None:
+            nonlocal last
+            last = 0.0
+            on_progress(state)
+
+        summary = run_labeling(
+            traces,
+            out,
+            config,
+            taxonomy=tax,
+            include_correct=include_correct,
+            limit=limit,
+            input_format=input_format,
+            regrade=regrade,
+            skip_invalid=skip_invalid,
+            progress=on_progress,
+            judge=backend,
+        )
+        final_state = LabelProgress(done=summary.traces, resumed=summary.resumed)
+        final_state.status_counts.update(summary.written_counts)
+        bar.update(task, total=summary.traces)
+        final(final_state)
+    _print_summary(err_console, summary, tax)
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the app."""
-    del app
+    app.command("label")(label)

@@ -1,0 +1,461 @@
+"""``misstep label``: stream traces, grade them, ask the judge, append labels, resume.
+
+Memory stays flat in the number of traces: traces are read one at a time, at most
+``4 * concurrency`` are in flight, and labels go to disk as they arrive. What resuming needs
+is one small tuple per already-labelled trace (status, judge id, error type or reason).
+
+Which traces get what:
+- outcome ``wrong`` (and ``correct`` with ``include_correct``): sent to the judge;
+- outcome ``truncated`` / ``no_answer``, and ``correct`` without ``include_correct``: a
+  ``skipped`` record with ``error_type`` null and the outcome as ``reason``, no call;
+- a trace whose current record is ``ok`` under the same judge id: left alone (resume);
+- an invalid input row with ``skip_invalid``: a line of ``RUN_DIR/rejects.jsonl``.
+So every input trace ends as a label record or a reject.
+
+Judge self-consistency (``samples`` > 1): the trace is judged ``samples`` times with seeds
+``request_seed(seed, trace_id, i)``; the stored label is the majority ``error_type`` among the
+ok samples. Ties go to the key that comes first in the taxonomy's order; the evidence, step and
+explanation are those of the lowest-numbered sample with that type. ``sample_agreement`` is the
+majority count over ``samples`` (failed samples count as disagreeing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, Field
+
+from misstep.judge import (
+    InputFile,
+    Judge,
+    JudgeRequest,
+    JudgeResult,
+    LabelStatus,
+    LabelStore,
+    RunManifest,
+    StoredLabel,
+    create_judge,
+    evidence_in_text,
+    iter_label_lines,
+    request_seed,
+    write_manifest,
+)
+from misstep.prompts import prompt_hash, render_judge_prompt
+from misstep.rollouts import Outcome, RejectSink, Trace, iter_outcomes, read_traces
+
+if TYPE_CHECKING:
+    from misstep.judge import JudgeConfig
+    from misstep.taxonomy import Taxonomy
+
+__all__ = ["LabelProgress", "LabelRunSummary", "arun_labeling", "run_labeling"]
+
+REJECTS_FILE = "rejects.jsonl"
+
+
+@dataclass
+class LabelProgress:
+    """Running counts handed to the progress callback after each trace."""
+
+    read: int = 0
+    """Input traces read so far (within --limit)."""
+    done: int = 0
+    """Traces finished this run: a record written, or left alone as already labelled."""
+    resumed: int = 0
+    """Traces whose current record was already ok under this judge."""
+    calls: int = 0
+    """Requests made to the judge."""
+    rejected: int = 0
+    """Invalid input rows written to rejects.jsonl."""
+    status_counts: Counter[str] = field(default_factory=Counter)
+    """Records written this run, per status."""
+
+
+class LabelRunSummary(BaseModel):
+    """What a labelling run did, and the state of its input's labels at the end."""
+
+    run_dir: str
+    """The run directory."""
+    judge: str
+    """Judge id of this run's records."""
+    traces: int
+    """Input traces read (within --limit), rejects excluded."""
+    written: int
+    """Records appended this run."""
+    resumed: int
+    """Traces left alone because their current record was already ok under this judge."""
+    rejected: int
+    """Invalid input rows written to rejects.jsonl (with --skip-invalid)."""
+    calls: int
+    """Requests made to the judge (retries and re-asks included)."""
+    seconds: float
+    """Wall time of the run."""
+    status_counts: dict[str, int] = Field(default_factory=dict)
+    """Current status of every input trace, after the run."""
+    written_counts: dict[str, int] = Field(default_factory=dict)
+    """Records appended this run, per status."""
+    error_types_by_checkpoint: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Per checkpoint, the error types of the input traces whose current label is ok."""
+
+
+class _Current(NamedTuple):
+    status: str
+    judge: str
+    detail: str | None  # error_type of an ok record, reason of a skipped one
+
+
+def _load_index(path: Path) -> dict[str, _Current]:
+    if not path.exists():
+        return {}
+    index: dict[str, _Current] = {}
+    for _, rec in iter_label_lines(path):
+        detail = rec.get("error_type") if rec.get("status") == "ok" else rec.get("reason")
+        index[str(rec.get("trace_id"))] = _Current(
+            str(rec.get("status")), str(rec.get("judge")), detail
+        )
+    return index
+
+
+def _pkg_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _public_url(url: str | None) -> str | None:
+    # A URL may carry user:password@; the manifest must never hold a credential.
+    if not url:
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _manifest(
+    traces_path: Path,
+    config: JudgeConfig,
+    taxonomy: Taxonomy,
+    judge: Judge,
+    options: dict[str, Any],
+) -> RunManifest:
+    judge_config = config.model_dump(mode="json")
+    if "base_url" in judge_config:
+        judge_config["base_url"] = _public_url(judge_config["base_url"])
+    inputs = [InputFile.of(traces_path)] if traces_path.exists() else []
+    return RunManifest(
+        inputs=inputs,
+        judge_config=judge_config,
+        judge=judge.judge_id,
+        taxonomy_id=str(taxonomy.id),
+        taxonomy_version=str(taxonomy.version),
+        taxonomy_hash=taxonomy.hash,
+        prompt_hash=prompt_hash(),
+        seed=config.seed,
+        server_model=getattr(judge, "server_model", None),
+        versions={name: _pkg_version(name) for name in ("misstep", "openai", "instructor", "vllm")},
+        options=options,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _majority(results: list[JudgeResult], order: dict[str, int]) -> tuple[JudgeResult, int]:
+    """The result to store and how many samples agree with it (see the module docstring)."""
+    ok = [r for r in results if r.status is LabelStatus.OK and r.label is not None]
+    if not ok:
+        return results[0], 0
+    counts = Counter(str(getattr(r.label, "error_type", "")) for r in ok)
+    best = min(counts, key=lambda key: (-counts[key], order.get(key, len(order)), key))
+    chosen = next(r for r in ok if str(getattr(r.label, "error_type", "")) == best)
+    return chosen, counts[best]
+
+
+def _check_step(result: JudgeResult, n_steps: int) -> JudgeResult:
+    """A step index outside the steps shown is a bad reply, never silently kept."""
+    step = getattr(result.label, "first_error_step", None)
+    if result.status is LabelStatus.OK and step is not None and not 0 <= step < n_steps:
+        raw = result.label.model_dump_json() if result.label is not None else None
+        return JudgeResult(
+            status=LabelStatus.UNPARSEABLE,
+            attempts=result.attempts,
+            latency_ms=result.latency_ms,
+            raw_reply=raw,
+            reason=f"first_error_step {step} is outside the {n_steps} steps shown",
+        )
+    return result
+
+
+class _Run:
+    def __init__(
+        self,
+        *,
+        judge: Judge,
+        config: JudgeConfig,
+        taxonomy: Taxonomy,
+        store: LabelStore,
+        progress: LabelProgress,
+        on_progress: Callable[[LabelProgress], None] | None,
+        call_limit: int,
+    ) -> None:
+        self.judge = judge
+        self.config = config
+        self.taxonomy = taxonomy
+        self.store = store
+        self.progress = progress
+        self.on_progress = on_progress
+        self.order = {key: i for i, key in enumerate(taxonomy.keys)}
+        self.calls = asyncio.Semaphore(max(1, call_limit))
+
+    def write(self, label: StoredLabel) -> None:
+        self.store.append(label)
+        self.progress.status_counts[label.status.value] += 1
+        self.progress.done += 1
+        if self.on_progress is not None:
+            self.on_progress(self.progress)
+
+    def base(self, trace: Trace) -> dict[str, Any]:
+        return {
+            "trace_id": trace.trace_id,
+            "judge": self.judge.judge_id,
+            "samples": self.config.samples,
+            "checkpoint": trace.checkpoint,
+            "dataset": trace.dataset,
+            "problem_id": trace.problem_id,
+        }
+
+    def skip(self, trace: Trace, reason: str) -> StoredLabel:
+        label = StoredLabel(status=LabelStatus.SKIPPED, reason=reason, **self.base(trace))
+        self.write(label)
+        return label
+
+    async def _one(self, request: JudgeRequest) -> JudgeResult:
+        async with self.calls:
+            result = await self.judge.judge(request)
+        self.progress.calls += max(1, result.attempts)
+        return result
+
+    async def label(self, trace: Trace, answer: str | None) -> StoredLabel:
+        rendered = render_judge_prompt(
+            self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
+        )
+        steps = list(rendered.steps)
+        requests = [
+            JudgeRequest(
+                trace=trace,
+                final_answer=answer,
+                steps=steps,
+                messages=rendered.messages,
+                seed=request_seed(self.config.seed, trace.trace_id, i),
+                trace_cut=rendered.trace_cut,
+            )
+            for i in range(max(1, self.config.samples))
+        ]
+        start = time.perf_counter()
+        results = await asyncio.gather(*(self._one(r) for r in requests))
+        wall_ms = (time.perf_counter() - start) * 1000.0
+        results = [_check_step(r, len(steps)) for r in results]
+        chosen, agree = _majority(results, self.order)
+        fields: dict[str, Any] = {}
+        if chosen.status is LabelStatus.OK and chosen.label is not None:
+            data = chosen.label.model_dump(mode="json")
+            fields = {
+                k: data.get(k)
+                for k in (
+                    "error_type",
+                    "first_error_step",
+                    "evidence",
+                    "explanation",
+                    "confidence",
+                )
+            }
+            fields["evidence_verified"] = evidence_in_text(
+                data.get("evidence"), trace.response, "\n".join(steps)
+            )
+        label = StoredLabel(
+            status=chosen.status,
+            attempts=sum(r.attempts for r in results),
+            latency_ms=round(wall_ms, 3),
+            reason=chosen.reason,
+            raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
+            trace_cut=rendered.trace_cut,
+            sample_agreement=(agree / len(results)) if len(results) > 1 else None,
+            **fields,
+            **self.base(trace),
+        )
+        self.write(label)
+        return label
+
+
+async def arun_labeling(
+    traces_path: str | Path,
+    run_dir: str | Path,
+    config: JudgeConfig,
+    *,
+    taxonomy: Taxonomy,
+    include_correct: bool = False,
+    limit: int | None = None,
+    input_format: str | None = None,
+    regrade: bool = False,
+    skip_invalid: bool = False,
+    progress: Callable[[LabelProgress], None] | None = None,
+    judge: Judge | None = None,
+) -> LabelRunSummary:
+    """The async form of :func:`run_labeling`."""
+    start = time.perf_counter()
+    traces_path = Path(traces_path)
+    run_dir = Path(run_dir)
+    if judge is None:
+        judge = create_judge(config, taxonomy)  # probes the server before anything is written
+    store = LabelStore(run_dir)
+    rejects = RejectSink(run_dir / REJECTS_FILE, source=traces_path) if skip_invalid else None
+    state = LabelProgress()
+    # A batching backend (vllm) asks for more requests in flight so that its batches fill up.
+    call_limit = max(1, config.concurrency, int(getattr(judge, "preferred_concurrency", 0)))
+    run = _Run(
+        call_limit=call_limit,
+        judge=judge,
+        config=config,
+        taxonomy=taxonomy,
+        store=store,
+        progress=state,
+        on_progress=progress,
+    )
+    judge_id = judge.judge_id
+    status_counts: Counter[str] = Counter()
+    by_checkpoint: dict[str, Counter[str]] = {}
+    pending: set[asyncio.Task[None]] = set()
+    try:
+        index = _load_index(store.path)
+        options = {
+            "include_correct": include_correct,
+            "limit": limit,
+            "input_format": input_format,
+            "regrade": regrade,
+            "skip_invalid": skip_invalid,
+        }
+        write_manifest(run_dir, _manifest(traces_path, config, taxonomy, judge, options))
+
+        def tally(trace: Trace, status: str, error_type: str | None) -> None:
+            status_counts[status] += 1
+            if status == LabelStatus.OK.value:
+                key = error_type if error_type is not None else "null"
+                by_checkpoint.setdefault(trace.checkpoint, Counter())[key] += 1
+
+        async def work(trace: Trace, answer: str | None) -> None:
+            label = await run.label(trace, answer)
+            tally(trace, label.status.value, label.error_type)
+
+        # Bounded in-flight work keeps memory flat; the semaphore bounds concurrent calls.
+        max_in_flight = 4 * call_limit
+        for trace, outcome, answer in _limited(
+            iter_outcomes(
+                read_traces(traces_path, input_format=input_format, rejects=rejects),
+                regrade=regrade,
+            ),
+            limit,
+        ):
+            state.read += 1
+            if rejects is not None:
+                state.rejected = rejects.count
+            current = index.get(trace.trace_id)
+            send = outcome is Outcome.WRONG or (include_correct and outcome is Outcome.CORRECT)
+            if not send:
+                reason = outcome.value
+                if current is None or current[:3] != ("skipped", judge_id, reason):
+                    run.skip(trace, reason)
+                else:
+                    state.done += 1
+                tally(trace, LabelStatus.SKIPPED.value, None)
+                continue
+            if current is not None and current.status == "ok" and current.judge == judge_id:
+                state.resumed += 1
+                state.done += 1
+                tally(trace, "ok", current.detail)
+                continue
+            pending.add(asyncio.create_task(work(trace, answer)))
+            if len(pending) >= max_in_flight:
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    task.result()  # re-raise a bug, never swallow it
+            await asyncio.sleep(0)  # let replies be processed between reads
+        if pending:
+            for outcome_or_error in await asyncio.gather(*pending, return_exceptions=True):
+                if isinstance(outcome_or_error, BaseException):
+                    raise outcome_or_error
+        if rejects is not None:
+            state.rejected = rejects.count
+    finally:
+        for task in pending:
+            task.cancel()
+        store.close()
+        if rejects is not None:
+            rejects.close()
+        await judge.aclose()
+    if progress is not None:
+        progress(state)
+    return LabelRunSummary(
+        run_dir=str(run_dir),
+        judge=judge_id,
+        traces=state.read,
+        written=store.written,
+        resumed=state.resumed,
+        rejected=state.rejected,
+        calls=state.calls,
+        seconds=round(time.perf_counter() - start, 3),
+        status_counts=dict(status_counts),
+        written_counts=dict(state.status_counts),
+        error_types_by_checkpoint={ck: dict(c) for ck, c in by_checkpoint.items()},
+    )
+
+
+def _limited(
+    items: Iterator[tuple[Trace, Outcome, str | None]], limit: int | None
+) -> Iterator[tuple[Trace, Outcome, str | None]]:
+    for n, item in enumerate(items):
+        if limit is not None and n >= limit:
+            return
+        yield item
+
+
+def run_labeling(
+    traces_path: str | Path,
+    run_dir: str | Path,
+    config: JudgeConfig,
+    *,
+    taxonomy: Taxonomy,
+    include_correct: bool = False,
+    limit: int | None = None,
+    input_format: str | None = None,
+    regrade: bool = False,
+    skip_invalid: bool = False,
+    progress: Callable[[LabelProgress], None] | None = None,
+    judge: Judge | None = None,
+) -> LabelRunSummary:
+    """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
+
+    ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
+    JudgeUnavailableError before writing anything when the judge server cannot be reached."""
+    return asyncio.run(
+        arun_labeling(
+            traces_path,
+            run_dir,
+            config,
+            taxonomy=taxonomy,
+            include_correct=include_correct,
+            limit=limit,
+            input_format=input_format,
+            regrade=regrade,
+            skip_invalid=skip_invalid,
+            progress=progress,
+            judge=judge,
+        )
+    )

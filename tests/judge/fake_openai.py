@@ -1,0 +1,308 @@
+"""A real OpenAI-compatible HTTP server for tests: answers chat completions from the schema.
+
+It runs on 127.0.0.1 (a free port) in a background thread of the test process, or as its own
+process (``python tests/judge/fake_openai.py --port 0`` prints ``PORT <n>``) for the benchmark.
+The real ``openai`` client talks to it over HTTP; nothing is patched.
+
+By default every ``POST /v1/chat/completions`` gets a valid label built from
+``response_format.json_schema.schema``. Faults, chosen per server (``server.fault``), per request
+number (``server.faults_by_request``), or per trace by a marker in the trace text
+(``FAKE_FAULT:<mode>``, optionally ``FAKE_FAULT:<mode>x<n>`` for the first n requests of that
+trace only), are:
+
+- ``500`` / ``503``: that HTTP status with an error body;
+- ``delay``: sleep ``server.delay_s`` before answering (beyond the client's timeout);
+- ``malformed``: content that is not JSON;
+- ``truncated``: half of a valid reply with ``finish_reason: "length"``;
+- ``schema``: valid JSON that violates the schema (unknown error_type, confidence 7);
+- ``bad_evidence``: a valid label whose evidence is not in the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeOpenAIServer"]
+
+FAULT_MODES = ("500", "503", "delay", "malformed", "truncated", "schema", "bad_evidence")
+_MARKER = re.compile(r"FAKE_FAULT:([a-z0-9_]+?)(?:x(\d+))?\b")
+# Step prefixes a prompt may put before each numbered step; stripped to find verbatim trace text.
+_STEP_PREFIX = re.compile(r"^\s*(?:\[\d+\]|\(\d+\)|step\s*\d+\s*[:.)]|\d+\s*[:.)])\s*", re.I)
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """Follow ``$ref`` and take the first non-null branch of ``anyOf``."""
+    while True:
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            node = schema.get("$defs", schema.get("definitions", {}))[name]
+        elif "anyOf" in node:
+            branches = [b for b in node["anyOf"] if b.get("type") != "null"]
+            node = branches[0] if branches else node["anyOf"][0]
+        else:
+            return node
+
+
+def _user_text(messages: list[dict[str, Any]]) -> str:
+    """All user messages joined, so a trace's fault marker also holds for a re-ask."""
+    parts = []
+    for message in messages:
+        if message.get("role") == "user":
+            content = message.get("content")
+            parts.append(content if isinstance(content, str) else json.dumps(content))
+    return "\n".join(parts)
+
+
+def default_evidence(user_text: str) -> str:
+    """A verbatim piece of the trace: the longest of its last lines, without a step prefix.
+    The trace is what lies between ``<trace>`` and ``</trace>`` when the prompt fences it."""
+    start = user_text.rfind("<trace>")
+    if start >= 0:
+        end = user_text.find("</trace>", start)
+        user_text = user_text[start + len("<trace>") : end if end >= 0 else None]
+    lines = [_STEP_PREFIX.sub("", line).strip() for line in user_text.splitlines()]
+    candidates = [
+        line
+        for line in lines[-40:]
+        if len(line.split()) >= 2 and not line.startswith(("```", "<", "---", "#"))
+    ]
+    if not candidates:
+        return ""
+    best = max(candidates, key=len)
+    return best[:60].strip()
+
+
+class FakeOpenAIServer:
+    """The fake server. Use as a context manager or call ``start()`` / ``stop()``."""
+
+    def __init__(self, *, models: tuple[str, ...] = ("fake-judge",), port: int = 0) -> None:
+        self.models = list(models)
+        self.fault: str | None = None
+        """Fault applied to every request (one of FAULT_MODES), or None."""
+        self.faults_by_request: dict[int, str] = {}
+        """Fault for the n-th request (1-based) received by the server."""
+        self.fail_first = 0
+        """The first n chat requests answer 500, later ones succeed."""
+        self.delay_s = 3.0
+        """How long ``delay`` sleeps."""
+        self.error_type: str | Callable[[dict[str, Any]], str] | None = None
+        """error_type to answer (or a function of the request body); None takes the schema
+        enum's first value."""
+        self.evidence: Callable[[str], str] = default_evidence
+        """Builds the evidence quote from the user message."""
+        self.record = True
+        """Keep every request body in ``requests`` (off for the benchmark)."""
+        self.requests: list[dict[str, Any]] = []
+        self.count = 0
+        self._marker_counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._port = port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAIServer:
+        server = self
+
+        class Handler(_Handler):
+            fake = server
+
+        self._httpd = _QuietServer(("127.0.0.1", self._port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget requests and faults between phases of a test."""
+        with self._lock:
+            self.requests.clear()
+            self.count = 0
+            self._marker_counts.clear()
+        self.fault = None
+        self.faults_by_request = {}
+        self.fail_first = 0
+        self.error_type = None
+        self.evidence = default_evidence
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if "messages" in r]
+
+    # -- answering -------------------------------------------------------------------------
+    def _choose_fault(self, number: int, user_text: str) -> str | None:
+        if number <= self.fail_first:
+            return "500"
+        if number in self.faults_by_request:
+            return self.faults_by_request[number]
+        match = _MARKER.search(user_text)
+        if match:
+            mode, times = match.group(1), match.group(2)
+            if times is None:
+                return mode
+            with self._lock:
+                seen = self._marker_counts.get(match.group(0), 0)
+                self._marker_counts[match.group(0)] = seen + 1
+            return mode if seen < int(times) else None
+        return self.fault
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.count += 1
+            number = self.count
+            if self.record:
+                self.requests.append(body)
+        messages = body.get("messages", [])
+        user_text = _user_text(messages)
+        fault = self._choose_fault(number, user_text)
+        if fault in ("500", "503"):
+            return int(fault), {"error": {"message": "fake server error", "type": "server_error"}}
+        if fault == "delay":
+            time.sleep(self.delay_s)
+        label = self._label(body, user_text)
+        finish = "stop"
+        if fault == "schema":
+            label["error_type"] = "not_a_category"
+            label["confidence"] = 7
+        elif fault == "bad_evidence":
+            label["evidence"] = "a sentence that appears nowhere in the trace"
+        content = json.dumps(label)
+        if fault == "malformed":
+            content = "I think the error is arithmetic, in step 2."
+        elif fault == "truncated":
+            content, finish = content[: len(content) // 2], "length"
+        return 200, {
+            "id": f"chatcmpl-{number}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", self.models[0]),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(user_text) // 4,
+                "completion_tokens": 40,
+                "total_tokens": len(user_text) // 4 + 40,
+            },
+        }
+
+    def _label(self, body: dict[str, Any], user_text: str) -> dict[str, Any]:
+        fmt = body.get("response_format") or {}
+        schema = (fmt.get("json_schema") or {}).get("schema") or {}
+        label: dict[str, Any] = {}
+        for name, prop in (schema.get("properties") or {}).items():
+            node = _resolve(schema, prop)
+            if name == "error_type" and self.error_type is not None:
+                chosen = self.error_type
+                label[name] = chosen if isinstance(chosen, str) else chosen(body)
+            elif "enum" in node:
+                label[name] = node["enum"][0]
+            elif "const" in node:
+                label[name] = node["const"]
+            elif name == "evidence":
+                label[name] = self.evidence(user_text)
+            elif node.get("type") == "integer":
+                label[name] = max(0, int(node.get("minimum", 0)))
+            elif node.get("type") == "number":
+                label[name] = 0.9 if node.get("maximum", 1) >= 0.9 else node.get("maximum", 0)
+            elif node.get("type") == "boolean":
+                label[name] = False
+            else:
+                label[name] = "The fake judge always blames this step."
+        return label
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out or was killed resets its connection: expected here.
+        del request, client_address
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAIServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real server
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+        del format, args
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        # The client may have given up (timeout); nothing to do then.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
+            self._send(200, {"object": "list", "data": data})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(400, {"error": {"message": "body is not JSON"}})
+            return
+        status, payload = self.fake.answer(body)
+        self._send(status, payload)
+
+
+def main() -> None:
+    """Run the server as its own process (for the benchmark): prints ``PORT <n>`` and serves."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = FakeOpenAIServer(port=args.port)
+    server.record = False
+    server.start()
+    print(f"PORT {server.base_url.rsplit(':', 1)[1].split('/')[0]}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The openai backend against a real local HTTP server: every fault the issue lists."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from typing import Any
+
+import pytest
+
+from misstep.errors import JudgeUnavailableError, OptionError
+from misstep.judge import (
+    JudgeConfig,
+    JudgeRequest,
+    JudgeResult,
+    LabelStatus,
+    create_judge,
+    label_json_schema,
+    label_model,
+)
+from misstep.judge._openai import OpenAIJudge, probe_server
+from misstep.rollouts import Trace
+from misstep.taxonomy import load_taxonomy
+from tests.judge.fake_openai import FakeOpenAIServer
+
+TAXONOMY = load_taxonomy(None)
+SYSTEM = "You are a careful grader. Reply with one JSON object."
+
+
+def _judge(server: FakeOpenAIServer, **kw: Any) -> OpenAIJudge:
+    kw.setdefault("timeout_s", 5.0)
+    return OpenAIJudge(
+        base_url=server.base_url,
+        model="fake-judge",
+        label_type=label_model(TAXONOMY),
+        schema=label_json_schema(TAXONOMY),
+        judge_id="openai:fake-judge:test",
+        backoff_base_s=0.01,
+        **kw,
+    )
+
+
+def _request(text: str = "2 + 2 = 5, so the answer is 5", seed: int = 123) -> JudgeRequest:
+    trace = Trace(problem_id="p1", response=text)
+    user = f"Problem: add.\n<trace>\n[0] {text}\n</trace>"
+    return JudgeRequest(
+        trace=trace,
+        final_answer="5",
+        steps=[text],
+        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+        seed=seed,
+    )
+
+
+def _run(judge: OpenAIJudge, request: JudgeRequest) -> JudgeResult:
+    async def go() -> JudgeResult:
+        try:
+            return await judge.judge(request)
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(go())
+
+
+def test_valid_reply_is_ok_and_wire_format_is_json_schema(fake_openai: FakeOpenAIServer) -> None:
+    result = _run(_judge(fake_openai), _request(seed=4242))
+    assert result.status is LabelStatus.OK
+    assert result.label is not None
+    assert result.label.error_type == TAXONOMY.keys[0]  # type: ignore[attr-defined]
+    assert result.attempts == 1
+    assert result.raw_reply is None
+    [body] = fake_openai.chat_requests
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["schema"] == label_json_schema(TAXONOMY)
+    assert "guided_json" not in body
+    assert "guided_json" not in body.get("extra_body", {})
+    assert body["temperature"] == 0
+    assert body["seed"] == 4242
+    assert body["max_tokens"] == 1024
+    assert body["model"] == "fake-judge"
+    assert body["messages"][0] == {"role": "system", "content": SYSTEM}
+
+
+def test_configured_error_type_comes_back(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.error_type = "misread"
+    result = _run(_judge(fake_openai), _request())
+    assert result.label is not None
+    assert result.label.error_type == "misread"  # type: ignore[attr-defined]
+
+
+def test_500_then_success_retries(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fail_first = 1
+    result = _run(_judge(fake_openai), _request())
+    assert result.status is LabelStatus.OK
+    assert result.attempts == 2  # one 500, one success
+    assert fake_openai.count == 2
+    # a retry after a transport error resends the same request with the same seed
+    assert fake_openai.chat_requests[0]["seed"] == fake_openai.chat_requests[1]["seed"]
+
+
+@pytest.mark.parametrize("status", ["500", "503"])
+def test_only_errors_end_failed_with_attempts(fake_openai: FakeOpenAIServer, status: str) -> None:
+    fake_openai.fault = status
+    result = _run(_judge(fake_openai, max_retries=3), _request())
+    assert result.status is LabelStatus.FAILED
+    assert result.label is None
+    assert result.attempts == 4  # 1 try + 3 retries
+    assert fake_openai.count == 4
+    assert result.reason is not None
+    assert f"HTTP {status}" in result.reason
+    assert "4 attempt" in result.reason
+
+
+def test_timeout_is_retried_then_failed(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fault = "delay"
+    fake_openai.delay_s = 2.0
+    start = time.perf_counter()
+    result = _run(_judge(fake_openai, timeout_s=0.3, max_retries=1), _request())
+    elapsed = time.perf_counter() - start
+    assert result.status is LabelStatus.FAILED
+    assert result.attempts == 2
+    assert result.reason is not None
+    assert "timed out" in result.reason
+    assert elapsed < 1.9  # two 0.3 s timeouts and a short backoff, never the 2 s delay
+
+
+def test_malformed_json_is_reasked_then_unparseable(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fault = "malformed"
+    result = _run(_judge(fake_openai), _request())
+    assert result.status is LabelStatus.UNPARSEABLE
+    assert result.label is None
+    assert result.raw_reply == "I think the error is arithmetic, in step 2."
+    assert result.attempts == 2  # the answer and one re-ask
+    first, second = fake_openai.chat_requests
+    assert len(second["messages"]) == len(first["messages"]) + 2
+    assert second["messages"][-2] == {"role": "assistant", "content": result.raw_reply}
+    assert "schema" in second["messages"][-1]["content"]
+
+
+def test_malformed_once_then_valid_after_the_reask(fake_openai: FakeOpenAIServer) -> None:
+    result = _run(_judge(fake_openai), _request("FAKE_FAULT:malformedx1 then 2 + 2 = 5"))
+    assert result.status is LabelStatus.OK
+    assert result.attempts == 2
+
+
+def test_schema_violation_is_unparseable_never_mapped(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fault = "schema"
+    result = _run(_judge(fake_openai), _request())
+    assert result.status is LabelStatus.UNPARSEABLE
+    assert result.label is None
+    assert result.raw_reply is not None
+    assert '"not_a_category"' in result.raw_reply
+    assert '"confidence": 7' in result.raw_reply
+    assert result.reason is not None
+    assert "error_type" in result.reason
+
+
+def test_length_cut_reply_is_truncated_with_raw_reply(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.fault = "truncated"
+    result = _run(_judge(fake_openai), _request())
+    assert result.status is LabelStatus.TRUNCATED
+    assert result.raw_reply is not None
+    assert result.raw_reply.startswith("{")
+    assert not result.raw_reply.rstrip().endswith("}")
+    assert result.attempts == 1  # a re-ask would be cut at the same limit
+
+
+def test_per_request_fault(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.faults_by_request = {1: "503"}
+    result = _run(_judge(fake_openai), _request())
+    assert result.status is LabelStatus.OK
+    assert result.attempts == 2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_dead_server_fails_fast_naming_url_and_vllm() -> None:
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    start = time.perf_counter()
+    with pytest.raises(JudgeUnavailableError) as info:
+        probe_server(url)
+    assert time.perf_counter() - start < 5.0
+    message = str(info.value)
+    assert url in message
+    assert "vllm serve" in message
+    assert info.value.exit_code == 3
+
+
+def test_wrong_path_is_reported(fake_openai: FakeOpenAIServer) -> None:
+    wrong = fake_openai.base_url.removesuffix("/v1") + "/nope"
+    with pytest.raises(JudgeUnavailableError, match="HTTP 404"):
+        probe_server(wrong)
+
+
+def test_factory_probes_and_picks_the_only_model(fake_openai: FakeOpenAIServer) -> None:
+    config = JudgeConfig(backend="openai", base_url=fake_openai.base_url)
+    judge = create_judge(config, TAXONOMY)
+    assert isinstance(judge, OpenAIJudge)
+    assert judge.model == "fake-judge"
+    assert judge.server_model == "fake-judge"
+    assert "fake-judge" in judge.judge_id
+    asyncio.run(judge.aclose())
+
+
+def test_factory_needs_model_when_several_are_served() -> None:
+    with FakeOpenAIServer(models=("a", "b")) as server:
+        config = JudgeConfig(backend="openai", base_url=server.base_url)
+        with pytest.raises(OptionError, match="--model"):
+            create_judge(config, TAXONOMY)
+
+
+def test_api_key_from_env_is_sent_but_never_in_results(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-do-not-store")
+    fake_openai.fault = "truncated"
+    result = _run(_judge(fake_openai, max_retries=0), _request())
+    assert "sk-secret" not in repr(result)

@@ -1,0 +1,281 @@
+"""The label pipeline end to end: the fake OpenAI server and the rules judge, resume, kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from misstep.judge import (
+    JudgeConfig,
+    LabelStatus,
+    read_labels,
+    read_manifest,
+    request_seed,
+)
+from misstep.pipelines import LabelProgress, run_labeling
+from misstep.taxonomy import load_taxonomy
+from tests.conftest import REPO_ROOT
+from tests.judge.fake_openai import FakeOpenAIServer
+
+TAXONOMY = load_taxonomy(None)
+
+
+@pytest.fixture
+def fake() -> Any:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def _row(i: int, **kw: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "trace_id": f"t{i}",
+        "problem_id": f"p{i % 3}",
+        "checkpoint": "step_100" if i % 2 else "step_200",
+        "response": f"We add {i} and 3.\n\n{i} + 3 = {i + 4}\n\nThe answer is {i + 4}.",
+        "gold_answer": str(i + 3),
+        "correct": False,
+    }
+    row.update(kw)
+    return row
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def _mixed(tmp_path: Path) -> Path:
+    rows = [_row(i) for i in range(6)]  # 6 wrong
+    rows += [_row(i, correct=True, response=f"{i} + 3 = {i + 3}") for i in (6, 7)]  # 2 correct
+    rows.append(_row(8, finish_reason="length"))  # truncated
+    rows.append(_row(9, response="I am not sure how to go on.", correct=False))  # no answer
+    return _write(tmp_path / "traces.jsonl", rows)
+
+
+def _config(fake: FakeOpenAIServer, **kw: Any) -> JudgeConfig:
+    return JudgeConfig(backend="openai", base_url=fake.base_url, concurrency=4, **kw)
+
+
+def test_end_to_end_with_fake_server_then_resume(
+    tmp_path: Path, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-stored")
+    traces, run = _mixed(tmp_path), tmp_path / "run"
+    seen: list[LabelProgress] = []
+    summary = run_labeling(traces, run, _config(fake), taxonomy=TAXONOMY, progress=seen.append)
+    assert len(fake.chat_requests) == 6  # only the wrong traces are sent
+    labels = read_labels(run)
+    assert sorted(labels) == [f"t{i}" for i in range(10)]
+    ok = [labels[f"t{i}"] for i in range(6)]
+    assert all(lab.status is LabelStatus.OK for lab in ok)
+    assert all(lab.error_type == TAXONOMY.keys[0] for lab in ok)
+    assert all(lab.evidence_verified for lab in ok)
+    assert all(lab.judge == summary.judge and "fake-judge" in lab.judge for lab in ok)
+    reasons = {tid: labels[tid].reason for tid in ("t6", "t7", "t8", "t9")}
+    assert reasons == {"t6": "correct", "t7": "correct", "t8": "truncated", "t9": "no_answer"}
+    assert all(labels[t].error_type is None and labels[t].attempts == 0 for t in reasons)
+    assert summary.status_counts == {"ok": 6, "skipped": 4}
+    # wrong traces t0..t5: odd ids are step_100 (t1, t3, t5), even ones step_200
+    assert summary.error_types_by_checkpoint == {
+        "step_100": {TAXONOMY.keys[0]: 3},
+        "step_200": {TAXONOMY.keys[0]: 3},
+    }
+    assert seen[-1].status_counts == Counter({"ok": 6, "skipped": 4})
+    manifest = read_manifest(run)
+    assert manifest is not None
+    assert manifest.judge == summary.judge
+    assert manifest.server_model == "fake-judge"
+    assert manifest.taxonomy_hash == TAXONOMY.hash
+    assert manifest.inputs[0].path == str(traces.resolve())
+    assert manifest.versions["openai"]
+    for name in ("manifest.json", "labels.jsonl"):
+        assert b"sk-never-stored" not in (run / name).read_bytes()
+    # the requests: temperature 0, seeds a pure function of (seed, trace_id, 0)
+    seeds = sorted(r["seed"] for r in fake.chat_requests)
+    assert seeds == sorted(request_seed(0, f"t{i}", 0) for i in range(6))
+    assert {r["temperature"] for r in fake.chat_requests} == {0}
+
+    # resume: nothing to do, no call, no new record
+    fake.reset()
+    again = run_labeling(traces, run, _config(fake), taxonomy=TAXONOMY)
+    assert fake.count == 0
+    assert again.written == 0
+    assert again.resumed == 6
+    assert again.status_counts == {"ok": 6, "skipped": 4}
+    assert len((run / "labels.jsonl").read_bytes().splitlines()) == 10
+
+
+def test_faults_become_statuses_and_only_non_ok_are_retried(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    rows = [
+        _row(0),
+        _row(1, response="FAKE_FAULT:500x2 so 1 + 3 = 5"),  # 2 x 500: fails with 1 retry
+        _row(2, response="FAKE_FAULT:schema 2 + 3 = 6"),
+        _row(3, response="FAKE_FAULT:truncated 3 + 3 = 7"),
+        _row(4, response="FAKE_FAULT:bad_evidence 4 + 3 = 8"),
+    ]
+    traces, run = _write(tmp_path / "t.jsonl", rows), tmp_path / "run"
+    run_labeling(traces, run, _config(fake, max_retries=1), taxonomy=TAXONOMY)
+    labels = read_labels(run)
+    assert labels["t0"].status is LabelStatus.OK
+    assert labels["t1"].status is LabelStatus.FAILED
+    assert labels["t1"].attempts == 2
+    assert labels["t1"].reason is not None and "HTTP 500" in labels["t1"].reason
+    assert labels["t2"].status is LabelStatus.UNPARSEABLE
+    assert labels["t2"].error_type is None  # never mapped onto a category
+    assert labels["t2"].raw_reply is not None and "not_a_category" in labels["t2"].raw_reply
+    assert labels["t3"].status is LabelStatus.TRUNCATED
+    assert labels["t3"].raw_reply is not None
+    assert labels["t4"].status is LabelStatus.OK
+    assert labels["t4"].evidence_verified is False
+    assert labels["t0"].evidence_verified is True
+
+    # second run: t0 and t4 are ok and skipped; t1 now succeeds (its 500s are spent);
+    # t2 and t3 are asked again (2 requests for t2 with its re-ask, 1 for t3)
+    before = fake.count
+    summary = run_labeling(traces, run, _config(fake, max_retries=1), taxonomy=TAXONOMY)
+    assert summary.resumed == 2
+    assert fake.count - before == 1 + 2 + 1
+    labels = read_labels(run)
+    assert labels["t1"].status is LabelStatus.OK
+    assert summary.written_counts == {"ok": 1, "unparseable": 1, "truncated": 1}
+
+
+def test_include_correct_sends_correct_traces(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    traces, run = _mixed(tmp_path), tmp_path / "run"
+    summary = run_labeling(traces, run, _config(fake), taxonomy=TAXONOMY, include_correct=True)
+    assert len(fake.chat_requests) == 8  # 6 wrong + 2 correct
+    assert summary.status_counts == {"ok": 8, "skipped": 2}
+
+
+def test_limit_reads_only_the_first_traces(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    traces, run = _mixed(tmp_path), tmp_path / "run"
+    summary = run_labeling(traces, run, _config(fake), taxonomy=TAXONOMY, limit=3)
+    assert summary.traces == 3
+    assert sorted(read_labels(run)) == ["t0", "t1", "t2"]
+
+
+def test_samples_store_the_majority_and_agreement(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    traces, run = _write(tmp_path / "t.jsonl", [_row(0), _row(1)]), tmp_path / "run"
+    first, second = TAXONOMY.keys[0], TAXONOMY.keys[1]
+    # t0: samples 0 and 2 say `second`, sample 1 says `first` -> second, agreement 2/3
+    # t1: samples 0, 1 say `first`, sample 2 says `second` -> first, agreement 2/3
+    plan = {
+        request_seed(0, "t0", 0): second,
+        request_seed(0, "t0", 1): first,
+        request_seed(0, "t0", 2): second,
+        request_seed(0, "t1", 0): first,
+        request_seed(0, "t1", 1): first,
+        request_seed(0, "t1", 2): second,
+    }
+    fake.error_type = lambda body: plan[body["seed"]]
+    run_labeling(traces, run, _config(fake, samples=3), taxonomy=TAXONOMY)
+    labels = read_labels(run)
+    assert len(fake.chat_requests) == 6
+    assert labels["t0"].error_type == second
+    assert labels["t1"].error_type == first
+    assert labels["t0"].sample_agreement == pytest.approx(2 / 3)
+    assert labels["t0"].samples == 3
+    assert labels["t0"].attempts == 3
+
+
+def test_samples_tie_goes_to_the_first_key_in_taxonomy_order(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    traces, run = _write(tmp_path / "t.jsonl", [_row(0)]), tmp_path / "run"
+    first, third = TAXONOMY.keys[0], TAXONOMY.keys[2]
+    # sample 0 says `third`, sample 1 says `first`: 1-1 tie -> `first` (earlier key)
+    plan = {request_seed(0, "t0", 0): third, request_seed(0, "t0", 1): first}
+    fake.error_type = lambda body: plan[body["seed"]]
+    run_labeling(traces, run, _config(fake, samples=2), taxonomy=TAXONOMY)
+    label = read_labels(run)["t0"]
+    assert label.error_type == first
+    assert label.sample_agreement == pytest.approx(0.5)
+
+
+def test_skip_invalid_writes_rejects_so_every_row_is_accounted(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(
+        orjson.dumps(_row(0)) + b"\n" + b'{"problem_id": "p"}\n' + orjson.dumps(_row(1)) + b"\n"
+    )
+    run = tmp_path / "run"
+    summary = run_labeling(path, run, _config(fake), taxonomy=TAXONOMY, skip_invalid=True)
+    assert sorted(read_labels(run)) == ["t0", "t1"]
+    rejects = (run / "rejects.jsonl").read_bytes().splitlines()
+    assert len(rejects) == 1
+    assert orjson.loads(rejects[0])["line"] == 2
+    assert summary.rejected == 1
+
+
+def test_rules_judge_end_to_end(tmp_path: Path) -> None:
+    rows = [
+        # 2 + 3 = 6 is wrong arithmetic in step 1 (0-based): the rules judge finds it
+        _row(0, response="We add 2 and 3.\n\n2 + 3 = 6\n\nThe answer is 6.", gold_answer="5"),
+        _row(1, correct=True, response="2 + 3 = 5\n\nThe answer is 5.", gold_answer="5"),
+    ]
+    traces, run = _write(tmp_path / "t.jsonl", rows), tmp_path / "run"
+    summary = run_labeling(traces, run, JudgeConfig(), taxonomy=TAXONOMY)
+    labels = read_labels(run)
+    assert labels["t0"].status is LabelStatus.OK
+    assert labels["t0"].error_type == "arithmetic"
+    assert labels["t0"].first_error_step == 1
+    assert labels["t0"].evidence_verified is True
+    assert labels["t0"].judge.startswith("rules:")
+    assert labels["t1"].status is LabelStatus.SKIPPED
+    assert summary.error_types_by_checkpoint == {"step_200": {"arithmetic": 1}}
+
+
+@pytest.mark.slow
+def test_kill_9_in_the_middle_then_resume_loses_and_duplicates_nothing(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    n = 120
+    rows = [_row(i) for i in range(n)] + [_row(n, finish_reason="length")]
+    traces, run = _write(tmp_path / "t.jsonl", rows), tmp_path / "run"
+    fake.fault = "delay"
+    fake.delay_s = 0.1  # 120 requests, 2 at a time: about 6 s, killed well before the end
+    cmd = [
+        sys.executable, "-m", "misstep.cli", "label", str(traces), "--out", str(run),
+        "--judge", "openai", "--base-url", fake.base_url, "--concurrency", "2",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    labels_file, err_file = run / "labels.jsonl", tmp_path / "stderr.txt"
+    with open(err_file, "wb") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if labels_file.exists() and labels_file.read_bytes().count(b"\n") >= 10:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, err_file.read_text()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    written_before = labels_file.read_bytes().count(b"\n")
+    assert 10 <= written_before < n + 1
+    # what a kill in the middle of a write leaves behind
+    with open(labels_file, "ab") as fh:
+        fh.write(b'{"trace_id": "t5", "judge": "x", "st')
+
+    fake.fault = None
+    done = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    labels = read_labels(run)
+    assert sorted(labels) == sorted(f"t{i}" for i in range(n + 1))  # none lost
+    assert all(labels[f"t{i}"].status is LabelStatus.OK for i in range(n))
+    records = [orjson.loads(x) for x in labels_file.read_bytes().splitlines()]
+    ok_per_trace = Counter(r["trace_id"] for r in records if r["status"] == "ok")
+    assert set(ok_per_trace.values()) == {1}  # none labelled twice
+    assert len(records) == n + 1  # every record of the first run was kept and not redone
