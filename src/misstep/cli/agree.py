@@ -1,10 +1,445 @@
-"""CLI command group: agree (filled in by its issue)."""
+"""CLI command group: ``misstep agree`` (judge vs people), ``misstep sample`` (what people
+should label) and ``misstep import-labels`` (their answers into the human-labels JSONL)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import pandas as pd
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from misstep.cli._errors import err_console, handles_errors
+from misstep.errors import AnalysisError, OptionError
+from misstep.eval.agreement import (
+    STRATA_FIELDS,
+    AgreementReport,
+    Rating,
+    agreement_report,
+    error_distributions,
+    human_raters,
+    judge_raters,
+    plot_confusion,
+    read_annotations,
+    stratified_sample,
+    write_task,
+)
+from misstep.judge import read_labels
+from misstep.rollouts import read_traces
+from misstep.taxonomy import load_taxonomy
+
+_MAX_SHOWN_DISAGREEMENTS = 20
+
+
+class By(StrEnum):
+    """What ``--by`` may split by."""
+
+    checkpoint = "checkpoint"
+    dataset = "dataset"
+
+
+class ReportFormat(StrEnum):
+    """Output of ``agree``."""
+
+    table = "table"
+    json = "json"
+
+
+class TaskFormat(StrEnum):
+    """Output of ``sample``."""
+
+    jsonl = "jsonl"
+    csv = "csv"
+    labelstudio = "labelstudio"
+
+
+class AllocationChoice(StrEnum):
+    """How ``sample`` spreads ``--n`` over the strata."""
+
+    proportional = "proportional"
+    equal = "equal"
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _print_report(console: Console, report: AgreementReport, title: str = "") -> None:
+    pairs = Table(title=f"{title}agreement on error types, pair by pair")
+    for column in ("a", "b", "n", "agreement", "95% CI", "Cohen's kappa", "95% CI "):
+        pairs.add_column(column, justify="right" if column not in ("a", "b") else "left")
+    for p in report.pairs:
+        pairs.add_row(
+            p.a,
+            p.b,
+            str(p.n),
+            _f(p.agreement),
+            _ci(p.agreement_ci),
+            _f(p.cohen_kappa),
+            _ci(p.cohen_kappa_ci),
+        )
+    console.print(pairs)
+    o = report.overall
+    console.print(
+        f"all {len(o.raters)} raters, {o.n_items} items: Krippendorff's alpha "
+        f"{_f(o.krippendorff_alpha)} {_ci(o.krippendorff_alpha_ci)}, Fleiss' kappa "
+        f"{_f(o.fleiss_kappa)}"
+        + ("" if o.fleiss_kappa is not None else " (items have unequal numbers of ratings)")
+    )
+    for entry in report.confusion:
+        table = Table(
+            title=f"{title}{entry.rater} against {entry.reference}: accuracy "
+            f"{_f(entry.accuracy)} {_ci(entry.accuracy_ci)} on {entry.n} items "
+            "(rows: reference, columns: rater)"
+        )
+        table.add_column("reference \\ rater")
+        for category in entry.categories:
+            table.add_column(category, justify="right")
+        for category, row in zip(entry.categories, entry.counts, strict=True):
+            table.add_row(category, *(str(v) for v in row))
+        console.print(table)
+        cats = Table(title=f"{title}{entry.rater} per category")
+        for column in ("category", "support", "precision", "recall", "F1", "95% CI", "prev ref"):
+            cats.add_column(column, justify="left" if column == "category" else "right")
+        cats.add_column("prev rater", justify="right")
+        for row_ in report.per_category:
+            if row_.rater != entry.rater:
+                continue
+            cats.add_row(
+                row_.category,
+                str(row_.support),
+                _f(row_.precision),
+                _f(row_.recall),
+                _f(row_.f1),
+                _ci(row_.f1_ci),
+                _f(row_.prevalence_reference),
+                _f(row_.prevalence_rater),
+            )
+        console.print(cats)
+    if report.steps:
+        steps = Table(title=f"{title}first error step")
+        for column in ("a", "b", "n", "exact", "95% CI", "acc. erroneous", "acc. error-free"):
+            steps.add_column(column, justify="left" if column in ("a", "b") else "right")
+        steps.add_column("ProcessBench F1", justify="right")
+        steps.add_column("95% CI ", justify="right")
+        for s in report.steps:
+            steps.add_row(
+                s.a,
+                s.b,
+                str(s.n),
+                _f(s.exact_agreement),
+                _ci(s.exact_agreement_ci),
+                f"{_f(s.acc_erroneous)} ({s.n_erroneous})",
+                f"{_f(s.acc_error_free)} ({s.n_error_free})",
+                _f(s.processbench_f1),
+                _ci(s.processbench_f1_ci),
+            )
+        console.print(steps)
+    if report.disagreements:
+        shown = report.disagreements[:_MAX_SHOWN_DISAGREEMENTS]
+        table = Table(
+            title=f"{len(report.disagreements)} disagreeing item(s)"
+            + (
+                f", first {len(shown)} (all with --format json)"
+                if len(shown) < len(report.disagreements)
+                else ""
+            )
+        )
+        for column in ("trace_id", "a", "label a", "b", "label b"):
+            table.add_column(column)
+        for d in shown:
+            table.add_row(d.trace_id, d.a, d.label_a, d.b, d.label_b)
+        console.print(table)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    for group, sub in report.groups.items():
+        console.rule(f"{report.by} = {group}")
+        _print_report(console, sub, title=f"[{group}] ")
+
+
+@handles_errors
+def agree(
+    human: Annotated[
+        list[Path],
+        typer.Option(
+            "--human",
+            help="People's labels: human-labels JSONL/CSV, a filled-in `sample` task, or a "
+            "Label Studio JSON export. Repeatable.",
+        ),
+    ],
+    judge: Annotated[
+        list[Path] | None,
+        typer.Option("--judge", help="A label run directory (or labels.jsonl). Repeatable."),
+    ] = None,
+    by: Annotated[
+        By | None, typer.Option("--by", help="Repeat everything per checkpoint or dataset.")
+    ] = None,
+    traces: Annotated[
+        Path | None,
+        typer.Option("--traces", help="Traces file: where --by finds each trace's group."),
+    ] = None,
+    output: Annotated[ReportFormat, typer.Option("--format", help="table or json.")] = (
+        ReportFormat.table
+    ),
+    taxonomy: Annotated[
+        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
+    ] = None,
+    n_boot: Annotated[
+        int, typer.Option("--n-boot", min=0, help="Bootstrap resamples for the intervals.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+) -> None:
+    """How well judges and people agree: pairs, all raters, per category, first error step."""
+    tax = load_taxonomy(taxonomy)
+    raters: dict[str, dict[str, Rating]] = {}
+    for path in human:
+        for name, ratings in human_raters(read_annotations(path, keys=tax.keys)).items():
+            raters.setdefault(name, {}).update(ratings)
+    judges: list[str] = []
+    groups: dict[str, str] = {}
+    for run in judge or []:
+        stored = read_labels(run)
+        found, status = judge_raters(stored)
+        not_ok = {s: c for s, c in status.items() if s != "ok" and c}
+        if not_ok:
+            err_console.print(
+                f"{run}: left out {sum(not_ok.values())} label(s) that are not ok: "
+                + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
+                soft_wrap=True,
+            )
+        for name, ratings in found.items():
+            unique = name if name not in raters else f"{name}@{run}"
+            raters[unique] = ratings
+            judges.append(unique)
+        if by is not None:
+            for trace_id, label in stored.items():
+                value = label.checkpoint if by == By.checkpoint else label.dataset
+                if value is not None:
+                    groups[trace_id] = value
+    if by is not None and traces is not None:
+        for trace in read_traces(traces):
+            groups[trace.trace_id] = trace.checkpoint if by == By.checkpoint else trace.dataset
+    if by is not None and not groups:
+        raise OptionError(
+            option="--by",
+            value=str(by),
+            allowed="a split the labels can give",
+            hint="pass --judge RUN_DIR (labels carry checkpoint and dataset) or --traces FILE",
+        )
+    if len(raters) < 2:
+        raise AnalysisError(
+            f"agreement needs at least two raters; found {len(raters)}: "
+            + (", ".join(raters) or "none"),
+            hint="pass labels of two or more annotators, or add --judge RUN_DIR",
+        )
+    report = agreement_report(
+        raters,
+        judges=judges,
+        categories=tax.keys,
+        by=str(by) if by is not None else None,
+        groups=groups if by is not None else None,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    if all(p.n == 0 for p in report.pairs) and not report.steps:
+        raise AnalysisError(
+            "no trace is labelled by two raters: nothing to compare",
+            hint="check that the files' trace_id values match",
+        )
+    if output == ReportFormat.json:
+        typer.echo(report.to_json())
+    else:
+        _print_report(Console(), report)
+
+
+@handles_errors
+def sample(
+    traces: Annotated[Path, typer.Argument(help="Traces file the labels were made from.")],
+    labels: Annotated[
+        Path, typer.Option("--labels", help="Label run directory (or labels.jsonl).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Annotation task file to write.")],
+    n: Annotated[int, typer.Option("--n", min=1, help="Traces to sample.")] = 200,
+    stratify: Annotated[
+        str,
+        typer.Option(
+            "--stratify", help=f"Comma-separated strata among {', '.join(STRATA_FIELDS)}."
+        ),
+    ] = "checkpoint,error_type",
+    allocation: Annotated[
+        AllocationChoice, typer.Option("--allocation", help="proportional or equal per stratum.")
+    ] = AllocationChoice.proportional,
+    seed: Annotated[int, typer.Option("--seed", help="Sampling seed.")] = 0,
+    output: Annotated[
+        TaskFormat | None,
+        typer.Option("--format", help="jsonl, csv or labelstudio; default: from --out's suffix."),
+    ] = None,
+    taxonomy: Annotated[
+        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
+    ] = None,
+    input_format: Annotated[
+        str | None, typer.Option("--input-format", help="Input format; default: inferred.")
+    ] = None,
+) -> None:
+    """Write a stratified random sample of judged traces as a blind annotation task."""
+    fields = [f.strip() for f in stratify.split(",") if f.strip()]
+    fmt = output
+    if fmt is None:
+        suffix = out.suffix.lower()
+        fmt = {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
+            suffix, TaskFormat.jsonl
+        )
+    tax = load_taxonomy(taxonomy)
+    stored = read_labels(labels)
+    rows = stratified_sample(
+        read_traces(traces, input_format=input_format),
+        stored,
+        n=n,
+        stratify=fields,
+        allocation=allocation.value,
+        seed=seed,
+    )
+    if not rows:
+        raise AnalysisError(
+            f"no trace of {traces} has an ok label in {labels}: nothing to sample",
+            hint="run `misstep label` first, on the same traces file",
+        )
+    written = write_task(rows, out, fmt=fmt.value, categories=tax.keys)
+    strata = sorted({r.stratum for r in rows})
+    err_console.print(
+        f"sampled {len(rows)} trace(s) from {len(strata)} strata ({', '.join(fields) or 'none'}), "
+        f"{allocation.value} allocation, seed {seed}; judge labels kept out of the task "
+        f"(blind) in {written[-1]}",
+        soft_wrap=True,
+    )
+    for path in written[:-1]:
+        err_console.print(f"wrote {path}", soft_wrap=True)
+
+
+@handles_errors
+def import_labels(
+    source: Annotated[
+        Path,
+        typer.Argument(help="A filled-in task (JSONL/CSV) or a Label Studio JSON export."),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Human-labels JSONL to write.")],
+    taxonomy: Annotated[
+        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
+    ] = None,
+) -> None:
+    """Convert people's answers to the human-labels JSONL (trace_id, annotator, ...)."""
+    tax = load_taxonomy(taxonomy)
+    rows = read_annotations(source, keys=tax.keys)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("wb") as fh:
+        for row in rows:
+            fh.write(orjson.dumps(row.model_dump(exclude_none=True)) + b"\n")
+    annotators = sorted({r.annotator for r in rows})
+    err_console.print(
+        f"wrote {len(rows)} label(s) by {len(annotators)} annotator(s) "
+        f"({', '.join(annotators)}) to {out}",
+        soft_wrap=True,
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the app."""
-    del app
+    app.command("agree")(agree)
+    app.command("sample")(sample)
+    app.command("import-labels")(import_labels)
+
+
+def summary_error_section(
+    graded: pd.DataFrame,
+    records: list[dict[str, Any]],
+    *,
+    labels: Path,
+    human: list[Path],
+    plot: Path | None,
+    pool_datasets: bool,
+    seed: int,
+    flat: bool = False,
+) -> Table:
+    """``misstep summary --labels RUN_DIR [--human FILE ...] [--plot FILE]``: add
+    ``error_dist`` (and with people's labels ``error_dist_corrected``, ``error_dist_ci``) to
+    each summary record (``flat``: as ``error_dist.<type>`` columns, for CSV) and return the
+    table for people; notes go to stderr."""
+    keys = load_taxonomy(None).keys
+    stored = read_labels(labels)
+    people = [row for path in human for row in read_annotations(path)]
+    dists = error_distributions(
+        graded, stored, keys, human=people or None, seed=seed, pool_datasets=pool_datasets
+    )
+    by_group = {(d.checkpoint, d.dataset): d for d in dists}
+    for record in records:
+        d = by_group.get((str(record.get("checkpoint")), str(record.get("dataset"))))
+        record["error_dist"] = d.error_dist if d is not None else None
+        if people:
+            record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
+            record["error_dist_ci"] = d.error_dist_ci if d is not None else None
+        if flat:
+            for name in ("error_dist", "error_dist_corrected", "error_dist_ci"):
+                for key, value in (record.pop(name, None) or {}).items():
+                    record[f"{name}.{key}"] = value
+    if plot is not None:
+        if not people:
+            raise OptionError(
+                option="--plot",
+                value=str(plot),
+                allowed="only with --human FILE",
+                hint="the confusion matrix needs people's labels of some judged traces",
+            )
+        written = plot_confusion(stored, people, keys, plot)
+        err_console.print(f"wrote the confusion matrix to {written}", soft_wrap=True)
+    corrected = bool(people)
+    title = (
+        "error types of wrong traces: judge's share and corrected share [95% CI]"
+        if corrected
+        else "error types of wrong traces as the judge gives them (uncorrected: no --human labels)"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("checkpoint")
+    table.add_column("dataset")
+    table.add_column("wrong", justify="right")
+    table.add_column("ok labels", justify="right")
+    cats = list(keys) + sorted({k for d in dists for k in d.error_dist if k not in keys})
+    for key in cats:
+        table.add_column(key, justify="right")
+    for d in dists:
+        cells = []
+        for key in cats:
+            raw = d.error_dist.get(key)
+            cell = "-" if raw is None else f"{raw:.2f}"
+            if d.error_dist_corrected is not None and d.error_dist_ci is not None:
+                ci = d.error_dist_ci.get(key)
+                cell += f" → {d.error_dist_corrected[key]:.2f} {_ci(ci)}"
+            cells.append(cell)
+        table.add_row(
+            d.checkpoint, d.dataset, str(d.n_wrong), str(d.status_counts.get("ok", 0)), *cells
+        )
+    not_ok = Counter[str]()
+    for d in dists:
+        not_ok.update({s: c for s, c in d.status_counts.items() if s != "ok"})
+    if not_ok:
+        err_console.print(
+            "wrong traces without an ok label (left out of the shares): "
+            + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
+            soft_wrap=True,
+        )
+    if corrected:
+        err_console.print(
+            "corrected shares: least squares on the simplex through the judge's confusion "
+            "matrix, pooled over all human-labelled traces; 95% bootstrap intervals include "
+            "the confusion matrix's uncertainty",
+            soft_wrap=True,
+        )
+    return table
