@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -12,9 +12,8 @@ from rich.table import Table
 
 from misstep.cli._errors import err_console, handles_errors
 from misstep.errors import OptionError
-from misstep.eval import LinkResult, link_analysis, write_report
-from misstep.judge import read_labels
-from misstep.rollouts import Trace, grade_traces, read_human_labels, read_traces
+from misstep.eval import LinkResult
+from misstep.pipelines import RunAnalysis, analyse_run, write_run_report
 
 _out = Console(highlight=False, soft_wrap=True)
 
@@ -54,18 +53,18 @@ def _analyse(
     k: str,
     input_format: str | None,
     seed: int,
-) -> tuple[LinkResult, dict[str, Trace], Any]:
+) -> RunAnalysis:
     ks = _ks(k)
-    err_console.print(f"reading {traces_path} ...")
-    traces = {t.trace_id: t for t in read_traces(traces_path, input_format=input_format)}
-    err_console.print(f"grading {len(traces)} traces ...")
-    graded = grade_traces(traces.values())
-    stored = read_labels(labels)
-    human_labels = read_human_labels(human) if human is not None else None
-    result = link_analysis(
-        graded, stored, human=human_labels, train_metrics=train_metrics, ks=ks, seed=seed
+    err_console.print(f"grading {traces_path} ...")
+    return analyse_run(
+        traces_path,
+        labels,
+        human=[human] if human is not None else [],
+        train_metrics=train_metrics,
+        ks=ks,
+        input_format=input_format,
+        seed=seed,
     )
-    return result, traces, stored
 
 
 def _pct(x: float | None) -> str:
@@ -133,7 +132,7 @@ def register(app: typer.Typer) -> None:
         """Which error types moved where majority voting stopped paying off."""
         if fmt not in ("text", "json"):
             raise OptionError(option="--format", value=fmt, allowed="text or json")
-        result, _, _ = _analyse(traces, labels, human, train_metrics, k, input_format, seed)
+        result = _analyse(traces, labels, human, train_metrics, k, input_format, seed).result
         if fmt == "json":
             typer.echo(json.dumps(result.to_json(), allow_nan=False))
         else:
@@ -152,8 +151,6 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 0,
     ) -> None:
         """Write a self-contained HTML report of the link analysis."""
-        result, trace_map, stored = _analyse(
-            traces, labels, human, train_metrics, k, input_format, seed
-        )
-        path = write_report(out, result, traces=trace_map, labels=stored)
+        analysis = _analyse(traces, labels, human, train_metrics, k, input_format, seed)
+        path = write_run_report(out, analysis, traces, input_format=input_format)
         err_console.print(f"wrote {path}")

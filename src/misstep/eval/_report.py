@@ -35,7 +35,7 @@ from misstep.judge import StoredLabel
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace
 
-__all__ = ["MAX_FAILURES", "MAX_TRACES", "render_report", "write_report"]
+__all__ = ["MAX_FAILURES", "MAX_TRACES", "render_report", "report_trace_ids", "write_report"]
 
 MAX_FAILURES = 300
 MAX_TRACES = 4
@@ -196,16 +196,26 @@ def _fig_confusion(agreement: Mapping[str, Any]) -> str:
     return _png(fig)
 
 
+def _shown_failures(result: LinkResult) -> list[dict[str, Any]]:
+    order = {c.checkpoint: i for i, c in enumerate(result.checkpoints)}
+    return sorted(
+        result.failures,
+        key=lambda f: (-order.get(f["checkpoint"], 0), f["dataset"], f["problem_id"]),
+    )[:MAX_FAILURES]
+
+
+def report_trace_ids(result: LinkResult) -> set[str]:
+    """The trace ids whose text the report's failure browser shows, so that a caller can
+    stream the traces file once more and keep only these instead of every trace."""
+    return {t for f in _shown_failures(result) for t in f["winner_trace_ids"][:MAX_TRACES]}
+
+
 def _failure_data(
     result: LinkResult,
     traces: Mapping[str, Trace],
     labels: Mapping[str, StoredLabel] | pd.DataFrame | None,
 ) -> list[dict[str, Any]]:
-    order = {c.checkpoint: i for i, c in enumerate(result.checkpoints)}
-    fails = sorted(
-        result.failures,
-        key=lambda f: (-order.get(f["checkpoint"], 0), f["dataset"], f["problem_id"]),
-    )[:MAX_FAILURES]
+    fails = _shown_failures(result)
     lab: dict[str, dict[str, Any]] = {}
     wanted = {t for f in fails for t in f["winner_trace_ids"][:MAX_TRACES]}
     if isinstance(labels, pd.DataFrame):

@@ -1,3 +1,27 @@
-"""misstep.pipelines."""
+"""End-to-end flows composed from the layers below: grade, label, demo."""
 
-__all__: list[str] = []
+from misstep.pipelines._analyse import RunAnalysis, analyse_run, collect_traces, write_run_report
+from misstep.pipelines._demo import DEMO_KS, DemoResult, run_demo
+from misstep.pipelines._label import LabelProgress, LabelRunSummary, arun_labeling, run_labeling
+from misstep.pipelines._synthetic import (
+    SYNTHETIC_PLANTED_ERROR_TYPE,
+    SYNTHETIC_PLANTED_STEP,
+    make_synthetic_run,
+)
+
+__all__ = [
+    "DEMO_KS",
+    "SYNTHETIC_PLANTED_ERROR_TYPE",
+    "SYNTHETIC_PLANTED_STEP",
+    "DemoResult",
+    "LabelProgress",
+    "LabelRunSummary",
+    "RunAnalysis",
+    "analyse_run",
+    "arun_labeling",
+    "collect_traces",
+    "make_synthetic_run",
+    "run_demo",
+    "run_labeling",
+    "write_run_report",
+]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ _READ_ERRORS = (EOFError, zlib.error, OSError, UnicodeDecodeError)
 
 def read_traces(
     path: str | Path, *, input_format: str | None = None, rejects: RejectSink | None = None
-) -> Iterator[Trace]:
+) -> Generator[Trace, None, None]:
     """Stream the traces of ``path``.
 
     ``input_format`` is one of ``jsonl``, ``parquet``, ``csv``, ``hf``, ``verl``; inferred
@@ -53,7 +53,9 @@ def read_traces(
     return _traces(parts, rejects)
 
 
-def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Iterator[Trace]:
+def _traces(
+    parts: Iterable[Part], rejects: RejectSink | None
+) -> Generator[Trace, None, None]:
     build = build_trace
     for where, records, rename in parts:
         for line, raw, row in records:

@@ -1,0 +1,89 @@
+"""Grade a rollouts file, join its labels and run the link analysis; write the HTML report.
+
+Traces are streamed twice rather than held in memory: once to grade them (the graded table keeps
+no response text) and, for the report, once more to keep only the few traces its failure
+browser shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from misstep.eval import LinkResult, link_analysis, report_trace_ids, write_report
+from misstep.judge import StoredLabel, read_labels
+from misstep.rollouts import HumanLabel, Trace, grade_traces, read_human_labels, read_traces
+
+__all__ = ["RunAnalysis", "analyse_run", "collect_traces", "write_run_report"]
+
+
+@dataclass
+class RunAnalysis:
+    """A graded run, its current labels and the link analysis over them."""
+
+    graded: pd.DataFrame
+    labels: dict[str, StoredLabel]
+    human: list[HumanLabel] | None
+    result: LinkResult
+
+
+def analyse_run(
+    traces_path: str | Path,
+    labels: str | Path,
+    *,
+    human: Sequence[str | Path] = (),
+    train_metrics: str | Path | None = None,
+    ks: Sequence[int] = (1, 4, 16),
+    input_format: str | None = None,
+    regrade: bool = False,
+    seed: int = 0,
+    on_progress: Callable[[int], None] | None = None,
+) -> RunAnalysis:
+    """Grade ``traces_path``, read the current labels of ``labels`` (a run directory or a
+    labels.jsonl) and the human label files, and link error types to vote failures."""
+    graded = grade_traces(
+        read_traces(traces_path, input_format=input_format),
+        regrade=regrade,
+        on_progress=on_progress,
+    )
+    stored = read_labels(labels)
+    human_labels = [h for path in human for h in read_human_labels(path)] or None
+    result = link_analysis(
+        graded, stored, human=human_labels, train_metrics=train_metrics, ks=ks, seed=seed
+    )
+    return RunAnalysis(graded=graded, labels=stored, human=human_labels, result=result)
+
+
+def collect_traces(
+    traces_path: str | Path, trace_ids: set[str], *, input_format: str | None = None
+) -> dict[str, Trace]:
+    """Stream the file once and keep only the traces whose id is in ``trace_ids``."""
+    found: dict[str, Trace] = {}
+    if not trace_ids:
+        return found
+    # closing(): stopping early must still close the file the reader holds open
+    with closing(read_traces(traces_path, input_format=input_format)) as traces:
+        for trace in traces:
+            if trace.trace_id in trace_ids:
+                found[trace.trace_id] = trace
+                if len(found) == len(trace_ids):
+                    break
+    return found
+
+
+def write_run_report(
+    out: str | Path,
+    analysis: RunAnalysis,
+    traces_path: str | Path,
+    *,
+    input_format: str | None = None,
+) -> Path:
+    """Write the self-contained HTML report of ``analysis`` to ``out``."""
+    traces = collect_traces(
+        traces_path, report_trace_ids(analysis.result), input_format=input_format
+    )
+    return write_report(out, analysis.result, traces=traces, labels=analysis.labels)
