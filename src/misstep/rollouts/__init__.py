@@ -1,5 +1,32 @@
 """Rollouts: trace and label shapes, readers, answer extraction and grading."""
 
+from misstep.rollouts._equivalence import EquivalenceChecker, answers_equivalent
+from misstep.rollouts._extract import Extraction, extract_answer
+from misstep.rollouts._formats import INPUT_FORMATS
+from misstep.rollouts._grade import GradeStats, grade_traces, iter_outcomes
+from misstep.rollouts._human import read_human_labels
+from misstep.rollouts._normalize import canonical_key
+from misstep.rollouts._readers import read_traces
+from misstep.rollouts._rejects import RejectSink, default_rejects_path
 from misstep.rollouts._trace import GRADED_COLUMNS, HumanLabel, Outcome, Trace, derive_trace_id
 
-__all__ = ["GRADED_COLUMNS", "HumanLabel", "Outcome", "Trace", "derive_trace_id"]
+__all__ = [
+    "GRADED_COLUMNS",
+    "INPUT_FORMATS",
+    "EquivalenceChecker",
+    "Extraction",
+    "GradeStats",
+    "HumanLabel",
+    "Outcome",
+    "RejectSink",
+    "Trace",
+    "answers_equivalent",
+    "canonical_key",
+    "default_rejects_path",
+    "derive_trace_id",
+    "extract_answer",
+    "grade_traces",
+    "iter_outcomes",
+    "read_human_labels",
+    "read_traces",
+]

@@ -1,0 +1,187 @@
+"""Final-answer extraction from a model's response.
+
+The rules, tried in this order (the first that finds an answer wins; each has a ``method`` name):
+
+0. Region. When the response holds a closing ``</think>``, only the text after the *last* one is
+   searched. When it opens ``<think>`` but never closes it, the model never left its reasoning:
+   only an explicit ``<answer>...</answer>`` tag may still give an answer (rule 2); the other
+   rules would pick up intermediate results, so the response has no answer otherwise.
+1. ``boxed``: the last ``\\boxed{...}`` or ``\\fbox{...}`` (nested braces honoured; an unclosed
+   one is skipped in favour of the one before it).
+2. ``answer_tag``: the content of the last ``<answer>...</answer>`` pair (Reasoning Gym style).
+3. ``answer_phrase``: the last of "final answer is X", "the answer is X", "final answer: X",
+   "answer: X" (case-insensitive). X runs to the end of its line; a leading ``$...$`` is
+   unwrapped, otherwise X stops at the first sentence end (". "); a trailing period is dropped.
+4. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line.
+
+Otherwise ``method`` is ``none`` and ``answer`` is None. Everything scans from the end with
+``rfind`` and bounded loops, so a 10 KB response costs microseconds; no regular expression runs
+over more than the last line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Extraction", "extract_answer"]
+
+_THINK_OPEN = "<think>"
+_THINK_CLOSE = "</think>"
+_BOX_COMMANDS = ("\\boxed{", "\\fbox{")
+# Longest answer we accept from the phrase and tag rules: longer is prose, not an answer.
+_MAX_ANSWER_CHARS = 300
+_PHRASES = ("final answer is", "the answer is", "final answer:", "answer:")
+_LAST_LINE_CHARS = 400
+# A \boxed{ whose brace does not close within this many characters is treated as unclosed,
+# which keeps many unclosed boxes in one response from costing quadratic time.
+_MAX_BOX_SCAN = 2000
+# Only the last few boxes are tried: with the scan cap this bounds the cost per response.
+_MAX_BOX_TRIES = 16
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?|-?\.\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What ``extract_answer`` found: the answer text and the rule that found it."""
+
+    answer: str | None
+    method: str
+
+
+_NONE = Extraction(None, "none")
+
+
+def _matching_brace(text: str, open_idx: int) -> int:
+    """Index of the ``}`` closing the ``{`` at ``open_idx``, or -1 when it never closes."""
+    depth = 0
+    i = open_idx
+    n = min(len(text), open_idx + _MAX_BOX_SCAN)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2  # an escaped brace such as \{ does not count
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _last_boxed(text: str) -> str | None:
+    end = len(text)
+    for _ in range(_MAX_BOX_TRIES):
+        best = -1
+        best_cmd = ""
+        for cmd in _BOX_COMMANDS:
+            pos = text.rfind(cmd, 0, end)
+            if pos > best:
+                best, best_cmd = pos, cmd
+        if best < 0:
+            return None
+        brace = best + len(best_cmd) - 1
+        close = _matching_brace(text, brace)
+        if close >= 0:
+            content = text[brace + 1 : close].strip()
+            if content:
+                return content
+        end = best  # unclosed or empty: try the previous one
+    return None
+
+
+def _last_answer_tag(text: str) -> str | None:
+    close = text.rfind("</answer>")
+    if close < 0:
+        return None
+    start = text.rfind("<answer>", 0, close)
+    if start < 0:
+        return None
+    content = text[start + len("<answer>") : close].strip()
+    if not content or len(content) > _MAX_ANSWER_CHARS:
+        return None
+    boxed = _last_boxed(content)
+    return boxed if boxed is not None else _unwrap_dollars(content)
+
+
+def _unwrap_dollars(text: str) -> str:
+    text = text.strip()
+    if text.startswith("$"):
+        inner = text.lstrip("$")
+        stop = inner.find("$")
+        if stop > 0:
+            return inner[:stop].strip()
+        return inner.strip()
+    return text
+
+
+def _after_phrase(text: str) -> str | None:
+    lowered = text.lower()
+    best = -1
+    best_len = 0
+    for phrase in _PHRASES:
+        pos = lowered.rfind(phrase)
+        # On ties "final answer is" beats "the answer is" (they overlap); longest match wins.
+        if pos > best or (pos == best and len(phrase) > best_len):
+            best, best_len = pos, len(phrase)
+    if best < 0:
+        return None
+    rest = text[best + best_len :]
+    newline = rest.find("\n")
+    line = (rest if newline < 0 else rest[:newline]).strip().lstrip(":").strip()
+    if not line:
+        return None
+    if line.startswith("$"):
+        answer = _unwrap_dollars(line)
+    else:
+        answer = line
+        for stop in (". ", "; "):
+            cut = answer.find(stop)
+            if cut > 0:
+                answer = answer[:cut]
+        answer = answer.rstrip(" .")
+    boxed = _last_boxed(answer)
+    if boxed is not None:
+        answer = boxed
+    answer = answer.strip().rstrip(".").strip()
+    if not answer or len(answer) > _MAX_ANSWER_CHARS:
+        return None
+    return answer
+
+
+def _last_number(text: str) -> str | None:
+    stripped = text.rstrip()
+    start = stripped.rfind("\n") + 1
+    line = stripped[max(start, len(stripped) - _LAST_LINE_CHARS) :]
+    found = _NUMBER.findall(line)
+    if not found:
+        return None
+    return str(found[-1]).rstrip(",")
+
+
+def extract_answer(response: str) -> Extraction:
+    """The final answer of ``response`` and the rule that found it (see the module docstring)."""
+    close = response.rfind(_THINK_CLOSE)
+    if close >= 0:
+        region = response[close + len(_THINK_CLOSE) :]
+    elif _THINK_OPEN in response:
+        tagged = _last_answer_tag(response)
+        return Extraction(tagged, "answer_tag") if tagged is not None else _NONE
+    else:
+        region = response
+    boxed = _last_boxed(region)
+    if boxed is not None:
+        return Extraction(boxed, "boxed")
+    tagged = _last_answer_tag(region)
+    if tagged is not None:
+        return Extraction(tagged, "answer_tag")
+    phrase = _after_phrase(region)
+    if phrase is not None:
+        return Extraction(phrase, "answer_phrase")
+    number = _last_number(region)
+    if number is not None:
+        return Extraction(number, "last_number")
+    return _NONE

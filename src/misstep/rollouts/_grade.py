@@ -1,0 +1,346 @@
+"""Grading: each trace's outcome, correctness and answer class.
+
+Rules, in order, for one trace:
+
+1. ``finish_reason == "length"``: outcome ``truncated``, not correct, no answer (even when the
+   user's grade says otherwise: a cut response never votes and is never correct).
+2. The answer is ``pred_answer`` when given (no extraction), else ``extract_answer(response)``.
+3. A row carrying ``correct`` (verl's ``score`` is mapped to it by the reader) is graded by that
+   value unless ``regrade``, even when no answer can be extracted: ``correct`` when True, else
+   ``wrong`` with an answer and ``no_answer`` without. With ``regrade`` a row that has no gold
+   answer keeps the user's grade (there is nothing to regrade against).
+4. Otherwise: no answer gives ``no_answer``; an answer is compared with ``gold_answer``
+   (``misstep.rollouts._equivalence``) and is ``correct`` or ``wrong``.
+5. A row with an answer but neither a grade nor a gold answer cannot be graded:
+   ``grade_traces`` raises :class:`~misstep.errors.InputError` saying how many rows lack both
+   (``iter_outcomes`` raises on the first one).
+
+``answer_class``: the answers of one (dataset, problem_id), across all checkpoints, are grouped
+by equivalence. Canonical keys group the simple forms (``\\frac12``, ``0.5``, ``1/2``); answers
+equivalent to the gold join the gold's class (keyed by the gold's canonical key); other
+non-rational answers are compared by math-verify with each class representative, most frequent
+answers first, at most ``max_cluster_pairs`` comparisons per problem (past the cap an answer
+keeps its own class: votes can be split, never wrongly merged). A row graded correct without an
+answer gets the gold's class, or ``<correct>`` when there is no gold, so that it votes for the
+right class. Rows without an answer (``truncated``, ``no_answer``) have no class.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+
+import pandas as pd
+
+from misstep.errors import InputError
+from misstep.rollouts._equivalence import (
+    DEFAULT_MAX_CLUSTER_PAIRS,
+    EquivalenceChecker,
+    EquivalenceStats,
+    ProblemTask,
+    is_rational_key,
+)
+from misstep.rollouts._extract import extract_answer
+from misstep.rollouts._normalize import canonical_key
+from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace
+
+__all__ = ["CORRECT_WITHOUT_ANSWER", "GradeStats", "grade_traces", "iter_outcomes"]
+
+CORRECT_WITHOUT_ANSWER = "<correct>"
+_STRING = pd.StringDtype("pyarrow")
+_PROGRESS_EVERY = 10_000
+_KEY_MEMO_MAX = 1_000_000
+_HINT_NO_GOLD = "give those rows a gold_answer or a correct field"
+
+
+@dataclass(slots=True)
+class GradeStats:
+    """What one grading run did (for benchmarks and progress messages)."""
+
+    traces: int = 0
+    """Traces read."""
+    problems: int = 0
+    """Distinct (dataset, problem_id)."""
+    pool_tasks: int = 0
+    """Problems sent to math-verify."""
+    equivalence: EquivalenceStats = field(default_factory=EquivalenceStats)
+    """The checker's counters (cheap decisions, calls, timeouts, pool restarts)."""
+
+
+def _answer_of(trace: Trace) -> str | None:
+    if trace.pred_answer is not None:
+        text = trace.pred_answer.strip()
+        return text or None
+    return extract_answer(trace.response).answer
+
+
+def _user_grade(trace: Trace, regrade: bool) -> bool | None:
+    """The grade to keep from the row, or None when the row must be graded against gold."""
+    if trace.correct is None:
+        return None
+    if regrade and trace.gold_answer is not None:
+        return None
+    return trace.correct
+
+
+def _no_gold_error(count: int, total: int, example: str) -> InputError:
+    return InputError(
+        f"{count} of {total} rows have an answer but neither gold_answer nor correct, "
+        f"so they cannot be graded (first: trace {example!r})",
+        hint=_HINT_NO_GOLD,
+    )
+
+
+class _Problem:
+    __slots__ = ("counts", "gold", "gold_key", "texts")
+
+    def __init__(self) -> None:
+        self.gold: str | None = None
+        self.gold_key: str | None = None
+        self.counts: Counter[str] = Counter()
+        self.texts: dict[str, str] = {}
+
+
+def grade_traces(
+    traces: Iterable[Trace],
+    *,
+    regrade: bool = False,
+    workers: int | None = None,
+    timeout_s: float = 5.0,
+    max_cluster_pairs: int = DEFAULT_MAX_CLUSTER_PAIRS,
+    on_progress: Callable[[int], None] | None = None,
+    stats: GradeStats | None = None,
+) -> pd.DataFrame:
+    """Grade every trace (rules in the module docstring); one row per trace, the columns of
+    ``GRADED_COLUMNS`` in that order. Consumes ``traces`` once and keeps no responses.
+
+    ``on_progress(n)`` is called with the number of traces read every 10,000 traces.
+    ``stats``, when given, is filled with counters of the run.
+    """
+    stats = stats if stats is not None else GradeStats()
+    trace_ids: list[str] = []
+    checkpoints: list[str] = []
+    steps: list[int | None] = []
+    datasets: list[str] = []
+    problem_ids: list[str] = []
+    sample_idxs: list[int | None] = []
+    answers: list[str | None] = []
+    keys: list[str | None] = []
+    problem_of: list[int] = []
+    outcomes: list[Outcome | None] = []  # None: to grade against gold after the stream
+    row_gold_key: dict[int, tuple[str, str]] = {}  # rows whose gold differs from the problem's
+    problems: dict[tuple[str, str], int] = {}
+    state: list[_Problem] = []
+    interned: dict[str, str] = {}
+    key_memo: dict[str, str] = {}
+    ungradable = 0
+    first_ungradable = ""
+
+    for n, trace in enumerate(traces, 1):
+        pkey = (trace.dataset, trace.problem_id)
+        p = problems.get(pkey)
+        if p is None:
+            p = problems[pkey] = len(state)
+            state.append(_Problem())
+        prob = state[p]
+        trace_ids.append(trace.trace_id)
+        checkpoints.append(interned.setdefault(trace.checkpoint, trace.checkpoint))
+        steps.append(trace.step)
+        datasets.append(interned.setdefault(trace.dataset, trace.dataset))
+        problem_ids.append(interned.setdefault(trace.problem_id, trace.problem_id))
+        sample_idxs.append(trace.sample_idx)
+        problem_of.append(p)
+        gold = trace.gold_answer
+        if gold is not None and prob.gold is None:
+            prob.gold, prob.gold_key = gold, canonical_key(gold)
+        if trace.finish_reason == "length":
+            answers.append(None)
+            keys.append(None)
+            outcomes.append(Outcome.TRUNCATED)
+            continue
+        answer = _answer_of(trace)
+        key = None
+        if answer is not None:
+            # Answers repeat heavily within a run: memoise their keys (bounded).
+            key = key_memo.get(answer)
+            if key is None:
+                key = canonical_key(answer)
+                if len(key_memo) < _KEY_MEMO_MAX:
+                    key_memo[answer] = key
+        answers.append(answer)
+        keys.append(key)
+        if key is not None and answer is not None:
+            prob.counts[key] += 1
+            prob.texts.setdefault(key, answer)
+        grade = _user_grade(trace, regrade)
+        if grade is not None:
+            outcomes.append(
+                Outcome.CORRECT if grade else Outcome.WRONG if key else Outcome.NO_ANSWER
+            )
+        elif key is None:
+            outcomes.append(Outcome.NO_ANSWER)
+        elif gold is None:
+            ungradable += 1
+            first_ungradable = first_ungradable or trace.trace_id
+            outcomes.append(Outcome.WRONG)
+        else:
+            outcomes.append(None)
+            if gold != prob.gold:
+                row_gold_key[len(outcomes) - 1] = (gold, canonical_key(gold))
+        if on_progress is not None and n % _PROGRESS_EVERY == 0:
+            on_progress(n)
+    total = len(trace_ids)
+    if ungradable:
+        raise _no_gold_error(ungradable, total, first_ungradable)
+    if on_progress is not None:
+        on_progress(total)
+    stats.traces = total
+    stats.problems = len(state)
+
+    with EquivalenceChecker(
+        workers=workers, timeout_s=timeout_s, max_cluster_pairs=max_cluster_pairs
+    ) as checker:
+        class_of, gold_equal = _classes(state, checker, stats)
+        odd = {
+            i: (gold, answers[i])
+            for i, (gold, _) in row_gold_key.items()
+            if answers[i] is not None and outcomes[i] is None
+        }
+        odd_equal = checker.compare_pairs(
+            (gold, answer) for gold, answer in odd.values() if answer is not None
+        )
+        stats.equivalence = checker.stats
+
+    correct: list[bool] = []
+    classes: list[str | None] = []
+    for i in range(total):
+        p = problem_of[i]
+        key = keys[i]
+        outcome = outcomes[i]
+        if outcome is None:
+            if i in odd:
+                gold, answer = odd[i]
+                ok = odd_equal[(gold, answer or "")]
+            else:
+                ok = key == state[p].gold_key or gold_equal[p].get(key or "", False)
+            outcome = Outcome.CORRECT if ok else Outcome.WRONG
+            outcomes[i] = outcome
+        correct.append(outcome is Outcome.CORRECT)
+        if outcome is Outcome.TRUNCATED or (outcome is Outcome.NO_ANSWER):
+            classes.append(None)
+        elif key is None:  # graded correct by the user without an extractable answer
+            classes.append(state[p].gold_key or CORRECT_WITHOUT_ANSWER)
+        else:
+            classes.append(class_of[p].get(key, key))
+    frame = pd.DataFrame(
+        {
+            "trace_id": pd.array(trace_ids, dtype=_STRING),
+            "checkpoint": pd.array(checkpoints, dtype=_STRING),
+            "step": pd.array(steps, dtype="Int64"),
+            "dataset": pd.array(datasets, dtype=_STRING),
+            "problem_id": pd.array(problem_ids, dtype=_STRING),
+            "sample_idx": pd.array(sample_idxs, dtype="Int64"),
+            "answer": pd.array(answers, dtype=_STRING),
+            "answer_class": pd.array(classes, dtype=_STRING),
+            "outcome": pd.array([o.value if o else None for o in outcomes], dtype=_STRING),
+            "correct": pd.array(correct, dtype=bool),
+        }
+    )
+    return frame[list(GRADED_COLUMNS)]
+
+
+def _classes(
+    state: list[_Problem], checker: EquivalenceChecker, stats: GradeStats
+) -> tuple[list[dict[str, str]], list[dict[str, bool]]]:
+    """Per problem: answer key -> class key, and answer key -> equivalent to the gold."""
+    class_of: list[dict[str, str]] = [{} for _ in state]
+    gold_equal: list[dict[str, bool]] = [{} for _ in state]
+    tasks: list[ProblemTask] = []
+    owners: list[list[int]] = []
+    seen: dict[tuple[str | None, tuple[str, ...]], int] = {}
+    for p, prob in enumerate(state):
+        ordered = [k for k, _ in prob.counts.most_common() if k != prob.gold_key]
+        if prob.gold_key is not None and prob.gold_key in prob.counts:
+            class_of[p][prob.gold_key] = prob.gold_key
+        symbolic = any(not is_rational_key(k) for k in ordered)
+        gold_symbolic = prob.gold_key is not None and not is_rational_key(prob.gold_key)
+        if not ordered or not (symbolic or gold_symbolic):
+            continue  # distinct exact rationals: each its own class, none equal to the gold
+        signature = (prob.gold_key, tuple(ordered))
+        if signature in seen:  # same gold and answers as an earlier problem: reuse its result
+            owners[seen[signature]].append(p)
+            continue
+        seen[signature] = len(tasks)
+        owners.append([p])
+        tasks.append(
+            ProblemTask(
+                gold=prob.gold,
+                gold_key=prob.gold_key,
+                answers=tuple(prob.texts[k] for k in ordered),
+                keys=tuple(ordered),
+            )
+        )
+    stats.pool_tasks = len(tasks)
+    for task, result, ps in zip(tasks, checker.solve(tasks), owners, strict=True):
+        for p in ps:
+            gold_key = state[p].gold_key
+            for key, equal, rep in zip(
+                task.keys, result.gold_equal, result.representative, strict=True
+            ):
+                if equal and gold_key is not None:
+                    gold_equal[p][key] = True
+                    class_of[p][key] = gold_key
+                else:
+                    class_of[p][key] = task.keys[rep] if rep >= 0 else key
+                if gold_key is not None and equal is not None:
+                    checker.remember(gold_key, key, bool(equal))
+    return class_of, gold_equal
+
+
+def iter_outcomes(
+    traces: Iterable[Trace],
+    *,
+    regrade: bool = False,
+    workers: int | None = None,
+    timeout_s: float = 5.0,
+    chunk_size: int = 2048,
+) -> Iterator[tuple[Trace, Outcome, str | None]]:
+    """Stream ``(trace, outcome, answer)`` in input order, grading ``chunk_size`` traces at a
+    time (same rules as ``grade_traces``; a row with neither grade nor gold raises at once).
+    Equivalence results are cached across chunks."""
+    iterator = iter(traces)
+    with EquivalenceChecker(workers=workers, timeout_s=timeout_s) as checker:
+        while True:
+            chunk = list(islice(iterator, chunk_size))
+            if not chunk:
+                return
+            decided: list[tuple[Outcome | None, str | None]] = []
+            pairs: list[tuple[str, str]] = []
+            for trace in chunk:
+                if trace.finish_reason == "length":
+                    decided.append((Outcome.TRUNCATED, None))
+                    continue
+                answer = _answer_of(trace)
+                grade = _user_grade(trace, regrade)
+                if grade is not None:
+                    outcome = Outcome.CORRECT if grade else Outcome.WRONG
+                    decided.append((outcome if grade or answer else Outcome.NO_ANSWER, answer))
+                elif answer is None:
+                    decided.append((Outcome.NO_ANSWER, None))
+                elif trace.gold_answer is None:
+                    raise InputError(
+                        f"trace {trace.trace_id!r} has an answer but neither gold_answer "
+                        "nor correct, so it cannot be graded",
+                        hint=_HINT_NO_GOLD,
+                    )
+                else:
+                    decided.append((None, answer))
+                    pairs.append((trace.gold_answer, answer))
+            equal = checker.compare_pairs(pairs) if pairs else {}
+            for trace, (decision, answer) in zip(chunk, decided, strict=True):
+                if decision is None:
+                    ok = equal[(trace.gold_answer or "", answer or "")]
+                    decision = Outcome.CORRECT if ok else Outcome.WRONG
+                yield trace, decision, answer

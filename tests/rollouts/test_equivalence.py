@@ -1,0 +1,100 @@
+"""Equivalence: cheap paths, math-verify in the pool, timeouts that do not hang the run."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from misstep.rollouts import EquivalenceChecker, answers_equivalent
+from misstep.rollouts._equivalence import ProblemTask
+
+
+@pytest.mark.parametrize(
+    ("gold", "answer", "expected"),
+    [
+        ("0.5", "\\frac12", True),  # cheap: both q:1/2
+        ("3", "4", False),  # cheap: two different rationals
+        ("\\frac{\\sqrt{2}}{2}", "\\sqrt{2}/2", True),  # math-verify
+        ("2\\sqrt{3}", "\\sqrt{12}", True),  # math-verify: sqrt(12) = 2 sqrt(3)
+        ("\\sqrt{2}", "\\sqrt{3}", False),
+        ("7", "3+4", True),  # 3 + 4 = 7
+    ],
+)
+def test_answers_equivalent(gold: str, answer: str, expected: bool) -> None:
+    assert answers_equivalent(gold, answer) is expected
+
+
+def test_cheap_paths_do_not_use_the_pool() -> None:
+    with EquivalenceChecker(workers=1) as checker:
+        out = checker.compare_pairs([("1/2", "0.5"), ("2", "3"), ("x+1", "x + 1")])
+        assert out == {("1/2", "0.5"): True, ("2", "3"): False, ("x+1", "x + 1"): True}
+        assert checker.stats.cheap == 3
+        assert checker.stats.calls == 0
+        assert checker._pool is None
+
+
+def test_results_are_cached_per_key_pair() -> None:
+    with EquivalenceChecker(workers=1) as checker:
+        checker.compare_pairs([("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}")])
+        calls = checker.stats.calls
+        # same keys after normalisation (spaces, $): answered from the cache
+        out = checker.compare_pairs([("$\\sqrt{2}/2$", "\\frac{\\sqrt{2}}{2} ")])
+        assert list(out.values()) == [True]
+        assert checker.stats.calls == calls
+        assert checker.stats.cached == 1
+
+
+def _slow_comparator(a: str, a_key: str, b: str, b_key: str) -> bool:
+    time.sleep(30)  # interrupted by the worker's alarm
+    return True
+
+
+def _stuck_comparator(a: str, a_key: str, b: str, b_key: str) -> bool:
+    if b == "hang":
+        # blocks the alarm, like a comparison stuck in C code that never checks signals
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(60)
+    return a == b
+
+
+def test_timeout_counts_as_not_equivalent() -> None:
+    started = time.perf_counter()
+    with EquivalenceChecker(workers=1, timeout_s=0.2, comparator=_slow_comparator) as checker:
+        out = checker.compare_pairs([("x", "y"), ("u", "v")])
+    assert out == {("x", "y"): False, ("u", "v"): False}
+    assert checker.stats.timeouts == 2
+    assert time.perf_counter() - started < 20
+
+
+@pytest.mark.slow
+def test_stuck_worker_is_replaced_and_the_run_finishes() -> None:
+    tasks = [
+        ProblemTask("a", "s:a", ("a",), ("s:a",), cluster=False),
+        ProblemTask("b", "s:b", ("hang",), ("s:hang",), cluster=False),
+        ProblemTask("c", "s:c", ("c",), ("s:c",), cluster=False),
+    ]
+    started = time.perf_counter()
+    with EquivalenceChecker(
+        workers=2, timeout_s=0.1, stall_grace_s=0.5, comparator=_stuck_comparator
+    ) as checker:
+        results = checker.solve(tasks)
+    assert [r.gold_equal for r in results] == [[True], [False], [True]]
+    assert checker.stats.pool_restarts >= 1
+    assert checker.stats.timeouts >= 1
+    assert time.perf_counter() - started < 30
+
+
+def test_clustering_groups_equivalent_answers() -> None:
+    # gold 1/2; answers: sqrt(2)/2 twice in two forms, 0.5 is the gold's class via the key
+    task = ProblemTask(
+        gold="1/2",
+        gold_key="q:1/2",
+        answers=("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}", "3", "\\frac{2}{4}+0"),
+        keys=("s:\\sqrt{2}/2", "s:\\frac{\\sqrt{2}}{2}", "q:3", "s:\\frac{2}{4}+0"),
+    )
+    with EquivalenceChecker(workers=1) as checker:
+        (result,) = checker.solve([task])
+    assert result.gold_equal == [False, False, False, True]  # 2/4 + 0 = 1/2
+    assert result.representative == [0, 0, 2, -1]

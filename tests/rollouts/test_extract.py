@@ -1,0 +1,72 @@
+"""Answer extraction on hand-made responses."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from misstep.rollouts import extract_answer
+
+
+@pytest.mark.parametrize(
+    ("response", "answer", "method"),
+    [
+        ("so x = 2.\n\\boxed{2}", "2", "boxed"),
+        ("first \\boxed{1} then \\boxed{3}", "3", "boxed"),  # last box wins
+        ("\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{\\sqrt{2}}{2}", "boxed"),  # nested braces
+        ("\\fbox{7}", "7", "boxed"),
+        ("ok \\boxed{5} and then \\boxed{unclosed", "5", "boxed"),  # unclosed box skipped
+        ("<think>try \\boxed{1}</think>The result is \\boxed{4}", "4", "boxed"),
+        ("<think>long thought</think>\n<answer>11/24</answer>", "11/24", "answer_tag"),
+        ("<answer> $\\frac{1}{2}$ </answer>", "\\frac{1}{2}", "answer_tag"),
+        ("Thus the answer is 42.", "42", "answer_phrase"),
+        (
+            "The final answer is $\\frac{1}{115}$. The sum is 116.",
+            "\\frac{1}{115}",
+            "answer_phrase",
+        ),
+        ("Final Answer: 3.5", "3.5", "answer_phrase"),
+        ("Answer: x + 1\nmore text", "x + 1", "answer_phrase"),
+        ("We get 3 apples, then 4 more, total 7", "7", "last_number"),
+        ("The total is 1,234.", "1,234", "last_number"),
+    ],
+)
+def test_extraction_rules(response: str, answer: str, method: str) -> None:
+    got = extract_answer(response)
+    assert (got.answer, got.method) == (answer, method)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "",
+        "no numbers here at all",
+        "<think>I think \\boxed{3} is it but let me check",  # open think: no answer
+        "<think>the answer is 5 maybe",  # open think: phrases are not final answers
+        "\\boxed{}",
+    ],
+)
+def test_no_answer(response: str) -> None:
+    assert extract_answer(response).answer is None
+    assert extract_answer(response).method == "none"
+
+
+def test_open_think_still_reads_an_answer_tag() -> None:
+    got = extract_answer("<think>reasoning \\end{think}\n<answer>116</answer>")
+    assert (got.answer, got.method) == ("116", "answer_tag")
+
+
+def test_text_before_closing_think_is_ignored() -> None:
+    # the box sits inside the thinking; after </think> only "the answer is 9" counts
+    got = extract_answer("<think>\\boxed{1}</think> so the answer is 9")
+    assert (got.answer, got.method) == ("9", "answer_phrase")
+
+
+def test_fast_on_long_adversarial_text() -> None:
+    # 10,000 unclosed boxes: the bounded brace scan keeps this linear
+    text = "\\boxed{" * 10_000 + "x" * 10_000
+    started = time.perf_counter()
+    for _ in range(5):
+        extract_answer(text)
+    assert time.perf_counter() - started < 5.0
