@@ -1,8 +1,9 @@
 """Benchmark `link` and `report` on 50 checkpoints x 500 problems x 32 samples (800,000 traces).
 
-The graded table and the labels (half of the wrong traces, as a DataFrame) are generated directly,
-so reading and grading are NOT included: ``link_seconds`` is ``link_analysis`` alone and
-``report_seconds`` is ``link_analysis`` plus rendering and writing the HTML (without trace text).
+The graded table and the labels (half of all traces, wrong ones first, as a DataFrame) are
+generated directly, so reading and grading are NOT included: ``link_seconds`` is
+``link_analysis`` alone and ``report_seconds`` is ``link_analysis`` plus rendering and writing
+the HTML (without trace text).
 Prints one JSON object: traces, labels, link_seconds, report_seconds, peak_rss_mb.
 
     .venv/bin/python benchmarks/bench_link.py [--checkpoints 50 --problems 500 --samples 32]
@@ -27,7 +28,7 @@ TYPES = ["arithmetic", "logic", "misread", "setup", "unjustified", "other"]
 def generate(
     n_ck: int, n_prob: int, n_samp: int, seed: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Graded table with a planted cause at the middle checkpoint, and labels of half the wrong."""
+    """Graded table with a planted cause at the middle checkpoint, and labels of half the traces."""
     rng = np.random.default_rng(seed)
     ck = np.repeat(np.arange(n_ck), n_prob * n_samp)
     prob = np.tile(np.repeat(np.arange(n_prob), n_samp), n_ck)
@@ -61,7 +62,16 @@ def generate(
     mix = rng.dirichlet(np.ones(len(TYPES)) * 5, n_prob)[prob]
     etype = (mix.cumsum(axis=1) > rng.random(len(ck))[:, None]).argmax(axis=1)
     etype = np.where(planted & (answer == "99"), TYPES.index("misread"), etype)
-    keep = wrong & (rng.random(len(ck)) < 0.5)
+    # Half of all traces carry a label, as in the issue: every wrong trace first, then correct
+    # ones (as `misstep label --include-correct` would) until half are labelled.
+    keep = wrong.copy()
+    missing = len(ck) // 2 - int(keep.sum())
+    if missing > 0:
+        extra = rng.choice(np.flatnonzero(correct), size=missing, replace=False)
+        keep[extra] = True
+    elif missing < 0:
+        drop = rng.choice(np.flatnonzero(keep), size=-missing, replace=False)
+        keep[drop] = False
     labels = pd.DataFrame(
         {
             "trace_id": tid[keep].to_numpy(),

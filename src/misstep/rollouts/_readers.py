@@ -53,9 +53,7 @@ def read_traces(
     return _traces(parts, rejects)
 
 
-def _traces(
-    parts: Iterable[Part], rejects: RejectSink | None
-) -> Generator[Trace, None, None]:
+def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Generator[Trace, None, None]:
     build = build_trace
     for where, records, rename in parts:
         for line, raw, row in records:
