@@ -39,6 +39,7 @@ PUBLIC = {
         "derive_trace_id",
         "extract_answer",
         "grade_traces",
+        "human_label_from_row",
         "iter_outcomes",
         "read_human_labels",
         "read_traces",

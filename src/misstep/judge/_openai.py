@@ -5,6 +5,12 @@ current vLLM enforces with xgrammar; the old ``guided_json`` field is silently i
 so it is never sent). That is the same request instructor's ``Mode.JSON_SCHEMA`` builds; the
 reply is validated here with the taxonomy's pydantic label model and re-asked a bounded number
 of times, so that every non-ok outcome keeps its raw reply and maps onto exactly one status.
+
+instructor is not used: with the openai client's typed ``chat.completions.create`` (which
+instructor wraps) the client spent 3.3 ms of CPU per label, walking the schema on every request
+and building typed reply objects, which held a 2-core machine well under 300 labels/s; the same
+body sent through the client's low-level ``post`` and validated with the same pydantic model
+costs 1.6 ms.
 """
 
 from __future__ import annotations

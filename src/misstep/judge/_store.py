@@ -242,7 +242,7 @@ class RunManifest(BaseModel):
     server_model: str | None = None
     """The model id the judge server reported, when it reports one."""
     versions: dict[str, str | None] = Field(default_factory=dict)
-    """Versions of misstep and of the backend libraries (openai, instructor, vllm)."""
+    """Versions of misstep and of the backend libraries (openai, vllm)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Pipeline options: include_correct, limit, input_format, regrade, skip_invalid."""
     created_at: str = ""

@@ -162,7 +162,7 @@ def _manifest(
         prompt_hash=prompt_hash(),
         seed=config.seed,
         server_model=getattr(judge, "server_model", None),
-        versions={name: _pkg_version(name) for name in ("misstep", "openai", "instructor", "vllm")},
+        versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm")},
         options=options,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )

@@ -4,7 +4,7 @@ from misstep.rollouts._equivalence import EquivalenceChecker, answers_equivalent
 from misstep.rollouts._extract import Extraction, extract_answer
 from misstep.rollouts._formats import INPUT_FORMATS
 from misstep.rollouts._grade import GradeStats, grade_traces, iter_outcomes
-from misstep.rollouts._human import read_human_labels
+from misstep.rollouts._human import human_label_from_row, read_human_labels
 from misstep.rollouts._normalize import canonical_key
 from misstep.rollouts._readers import read_traces
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
@@ -26,6 +26,7 @@ __all__ = [
     "derive_trace_id",
     "extract_answer",
     "grade_traces",
+    "human_label_from_row",
     "iter_outcomes",
     "read_human_labels",
     "read_traces",

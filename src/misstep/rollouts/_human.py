@@ -16,7 +16,7 @@ from misstep.rollouts._readers import iter_json_lines
 from misstep.rollouts._rowmap import RowError
 from misstep.rollouts._trace import HumanLabel
 
-__all__ = ["read_human_labels"]
+__all__ = ["human_label_from_row", "read_human_labels"]
 
 _REQUIRED = ("trace_id", "annotator")
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
@@ -36,13 +36,13 @@ def read_human_labels(path: str | Path) -> list[HumanLabel]:
     labels: list[HumanLabel] = []
     if name.endswith(".csv"):
         for line, row in _csv_rows(p):
-            labels.append(_label(p, line, row))
+            labels.append(human_label_from_row(p, line, row))
         return labels
     for line, raw, row in iter_json_lines(p):
         if isinstance(row, RowError):
             text = raw.decode("utf-8", "replace").rstrip("\r\n")
             raise InvalidRecordError(path=p, line=line, reason=row.reason, value=text)
-        labels.append(_label(p, line, row))
+        labels.append(human_label_from_row(p, line, row))
     return labels
 
 
@@ -84,7 +84,8 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def _label(path: Path, line: int, row: dict[str, Any]) -> HumanLabel:
+def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> HumanLabel:
+    """Validate one row of a human-labels file; errors name ``path``, ``line`` and the field."""
     for name in _REQUIRED:
         value = row.get(name)
         if value is None:

@@ -19,12 +19,12 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from misstep.errors import InputFormatError, InvalidRecordError, OptionError
 from misstep.judge import LabelStatus, StoredLabel
 from misstep.prompts import split_steps
-from misstep.rollouts import HumanLabel, Trace, extract_answer
+from misstep.rollouts import HumanLabel, Trace, extract_answer, human_label_from_row
 
 __all__ = [
     "NO_ERROR_CHOICE",
@@ -287,35 +287,11 @@ def _human(path: Path, line: int, row: dict[str, Any], keys: set[str] | None) ->
         error_type is not None or fixed.get("first_error_step") is not None
     ):
         fixed["has_error"] = True
-    if fixed.get("raw_label") is not None:
-        fixed["raw_label"] = str(fixed["raw_label"])
-    try:
-        label = HumanLabel.model_validate(
-            {k: v for k, v in fixed.items() if k in HumanLabel.model_fields and v is not None}
-        )
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        field = str(err["loc"][0]) if err["loc"] else None
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field=field,
-            value=row.get(field) if field else None,
-            reason=str(err["msg"]),
-        ) from None
-    if label.first_error_step is not None and label.first_error_step < 0:
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field="first_error_step",
-            value=label.first_error_step,
-            reason="must be a 0-based step index (>= 0) or empty",
-        )
-    if not (math.isfinite(label.weight) and label.weight > 0):
-        raise InvalidRecordError(
-            path=path, line=line, field="weight", value=label.weight, reason="must be > 0"
-        )
-    return label
+    return human_label_from_row(
+        path,
+        line,
+        {k: v for k, v in fixed.items() if k in HumanLabel.model_fields and v is not None},
+    )
 
 
 def _labelled(row: Mapping[str, Any]) -> bool:
