@@ -3,7 +3,7 @@
 Usage: python benchmarks/bench_grading.py [--n 1000000] [--out DIR] [--naive-n 2000]
 
 Generates N synthetic traces (``gen_grading_traces.py``; not timed), then times reading
-(``misstep.rollouts.read_traces``) + ``grade_traces`` + ``misstep.eval.vote_metrics``. The naive
+(``misstep.rollouts.read_traces``) + ``grade_traces`` + ``misstep.metrics.vote_metrics``. The naive
 path (math-verify ``parse`` + ``verify`` of every trace's extracted answer against the gold, one
 process) is timed on a subsample of ``--naive-n`` traces in the same run and extrapolated per
 trace. ``peak_rss_mb`` is the maximum resident set of this process plus its children (pool).
@@ -64,7 +64,7 @@ def main() -> None:
         gen_s = time.perf_counter() - gen_started
 
         try:
-            from misstep.eval import vote_metrics
+            from misstep.metrics import vote_metrics
         except ImportError:  # eval not there yet
             vote_metrics = None
         started = time.perf_counter()

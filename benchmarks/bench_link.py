@@ -91,7 +91,8 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=32)
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from misstep.eval import link_analysis, write_report
+    from misstep.link import link_analysis
+    from misstep.report import write_report
 
     graded, labels = generate(args.checkpoints, args.problems, args.samples)
     t0 = time.perf_counter()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from misstep.eval import vote_metrics
 from misstep.judge import JudgeConfig
+from misstep.metrics import vote_metrics
 from misstep.pipelines import analyse_run, make_synthetic_run, run_labeling
 from misstep.rollouts import grade_traces, read_traces
 from misstep.taxonomy import load_taxonomy

@@ -1,5 +1,6 @@
-"""Lower layers never import higher ones: rollouts -> taxonomy -> prompts -> judge -> eval ->
-pipelines -> cli. Checked on the source text (ast), so lazy imports inside functions count too."""
+"""Lower layers never import higher ones: rollouts -> taxonomy -> labels -> prompts -> judge
+-> metrics -> agreement -> link -> report -> pipelines -> cli. Checked on the source text
+(ast), so lazy imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "misstep"
-ORDER = ["rollouts", "taxonomy", "prompts", "judge", "eval", "pipelines", "cli"]
+ORDER = [
+    "rollouts",
+    "taxonomy",
+    "labels",
+    "prompts",
+    "judge",
+    "metrics",
+    "agreement",
+    "link",
+    "report",
+    "pipelines",
+    "cli",
+]
 
 
 def _imported_layers(path: Path) -> set[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from misstep.cli import app
-from misstep.judge import read_labels
+from misstep.labels import read_labels
 from misstep.pipelines import SYNTHETIC_PLANTED_ERROR_TYPE, SYNTHETIC_PLANTED_STEP
 
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from misstep.cli import app
-from misstep.judge import LabelStatus, read_labels
+from misstep.labels import LabelStatus, read_labels
 
 runner = CliRunner()
 

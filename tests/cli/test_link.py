@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from misstep.cli import app
-from misstep.judge import StoredLabel
-from tests.eval.link_synth import synth_run
+from misstep.labels import StoredLabel
+from tests.link.link_synth import synth_run
 
 runner = CliRunner()
 

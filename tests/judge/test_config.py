@@ -14,7 +14,6 @@ from misstep.judge import (
     JudgeConfig,
     JudgeRequest,
     JudgeResult,
-    LabelStatus,
     RulesJudge,
     _registry,
     available_judges,
@@ -23,6 +22,7 @@ from misstep.judge import (
     register_judge,
     request_seed,
 )
+from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy, load_taxonomy
 

@@ -14,12 +14,12 @@ from misstep.judge import (
     JudgeConfig,
     JudgeRequest,
     JudgeResult,
-    LabelStatus,
     create_judge,
     label_json_schema,
     label_model,
 )
 from misstep.judge._openai import OpenAIJudge, probe_server
+from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 from misstep.taxonomy import load_taxonomy
 from tests.judge.fake_openai import FakeOpenAIServer

@@ -13,11 +13,11 @@ from misstep.judge import (
     RULES_JUDGE_CAPABILITIES,
     JudgeConfig,
     JudgeRequest,
-    LabelStatus,
     RulesJudge,
     create_judge,
 )
 from misstep.judge._arith import check_step, find_arithmetic_error
+from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 from misstep.taxonomy import load_taxonomy
 

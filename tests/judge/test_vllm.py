@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from misstep.judge import JudgeConfig, JudgeRequest, LabelStatus, create_judge
+from misstep.judge import JudgeConfig, JudgeRequest, create_judge
+from misstep.labels import LabelStatus
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
 from misstep.taxonomy import load_taxonomy

@@ -7,8 +7,9 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-from misstep.judge import JudgeRequest, LabelStatus, label_json_schema, label_model
+from misstep.judge import JudgeRequest, label_json_schema, label_model
 from misstep.judge._vllm import VLLMJudge, structured_sampling_params
+from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 from misstep.taxonomy import load_taxonomy
 

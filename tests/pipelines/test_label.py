@@ -14,13 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from misstep.judge import (
-    JudgeConfig,
-    LabelStatus,
-    read_labels,
-    read_manifest,
-    request_seed,
-)
+from misstep.judge import JudgeConfig, request_seed
+from misstep.labels import LabelStatus, read_labels, read_manifest
 from misstep.pipelines import LabelProgress, run_labeling
 from misstep.taxonomy import load_taxonomy
 from tests.conftest import REPO_ROOT

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from misstep.eval import vote_metrics
 from misstep.judge._arith import find_arithmetic_error
+from misstep.metrics import vote_metrics
 from misstep.pipelines import SYNTHETIC_PLANTED_STEP, make_synthetic_run
 from misstep.rollouts import Trace, grade_traces, read_traces
 

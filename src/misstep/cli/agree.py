@@ -14,9 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from misstep.cli._errors import err_console, handles_errors
-from misstep.errors import AnalysisError, OptionError
-from misstep.eval.agreement import (
+from misstep.agreement import (
     STRATA_FIELDS,
     AgreementReport,
     Rating,
@@ -29,7 +27,9 @@ from misstep.eval.agreement import (
     stratified_sample,
     write_task,
 )
-from misstep.judge import read_labels
+from misstep.cli._errors import err_console, handles_errors
+from misstep.errors import AnalysisError, OptionError
+from misstep.labels import read_labels
 from misstep.rollouts import read_traces
 from misstep.taxonomy import load_taxonomy
 

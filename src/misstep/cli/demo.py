@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from misstep.cli._errors import err_console, handles_errors
-from misstep.eval import CheckpointMetrics
+from misstep.metrics import CheckpointMetrics
 from misstep.pipelines import DEMO_KS, LabelProgress, run_demo
 
 _out = Console(highlight=False, soft_wrap=True)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from misstep.cli._errors import err_console, handles_errors
 from misstep.errors import OptionError
-from misstep.eval import LinkResult
+from misstep.link import LinkResult
 from misstep.pipelines import RunAnalysis, analyse_run, write_run_report
 
 _out = Console(highlight=False, soft_wrap=True)

@@ -1,7 +1,7 @@
 """CLI: ``misstep summary`` (per-checkpoint vote metrics) and ``misstep coverage``.
 
 Both read rollouts, grade them (progress on stderr) and print a rich table, or data alone on
-stdout with ``--format json`` / ``csv``. Definitions live in ``misstep.eval`` (``_passk``,
+stdout with ``--format json`` / ``csv``. Definitions live in ``misstep.metrics`` (``_passk``,
 ``_majk``, ``_answer_stats``, ``_votes``, ``_coverage``).
 """
 
@@ -23,7 +23,7 @@ from rich.table import Table
 from misstep.cli._errors import err_console, handles_errors
 from misstep.cli.agree import summary_error_section
 from misstep.errors import OptionError
-from misstep.eval import CheckpointMetrics, Coverage, coverage, problem_counts, vote_metrics
+from misstep.metrics import CheckpointMetrics, Coverage, coverage, problem_counts, vote_metrics
 from misstep.rollouts import RejectSink, default_rejects_path, grade_traces, read_traces
 
 __all__ = ["load_graded", "register"]

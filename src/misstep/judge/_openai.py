@@ -26,8 +26,8 @@ from pydantic import BaseModel, ValidationError
 
 from misstep.errors import JudgeUnavailableError, OptionError
 from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.judge._record import LabelStatus
 from misstep.judge._retry import backoff_delay
+from misstep.labels._record import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig

@@ -8,8 +8,8 @@ from misstep.errors import OptionError
 from misstep.judge._arith import find_arithmetic_error
 from misstep.judge._config import JudgeConfig, judge_id
 from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.judge._record import LabelStatus
 from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
+from misstep.labels._record import LabelStatus
 from misstep.prompts import prompt_hash
 from misstep.taxonomy import Taxonomy
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from misstep.errors import BackendNotInstalledError
 from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.judge._record import LabelStatus
+from misstep.labels._record import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from misstep.eval import LinkResult, link_analysis, report_trace_ids, write_report
-from misstep.judge import StoredLabel, read_labels
-from misstep.rollouts import HumanLabel, Trace, grade_traces, read_human_labels, read_traces
+from misstep.labels import HumanLabel, StoredLabel, read_human_labels, read_labels
+from misstep.link import LinkResult, link_analysis
+from misstep.report import report_trace_ids, write_report
+from misstep.rollouts import Trace, grade_traces, read_traces
 
 __all__ = ["RunAnalysis", "analyse_run", "collect_traces", "write_run_report"]
 

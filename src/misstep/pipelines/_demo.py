@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from misstep.eval import CheckpointMetrics, coverage, vote_metrics
 from misstep.judge import JudgeConfig
+from misstep.metrics import CheckpointMetrics, coverage, vote_metrics
 from misstep.pipelines._analyse import analyse_run, write_run_report
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, run_labeling
 from misstep.pipelines._synthetic import make_synthetic_run

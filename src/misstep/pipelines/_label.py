@@ -35,18 +35,20 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, Field
 
 from misstep.judge import (
-    InputFile,
     Judge,
     JudgeRequest,
     JudgeResult,
+    create_judge,
+    evidence_in_text,
+    request_seed,
+)
+from misstep.labels import (
+    InputFile,
     LabelStatus,
     LabelStore,
     RunManifest,
     StoredLabel,
-    create_judge,
-    evidence_in_text,
     iter_label_lines,
-    request_seed,
     write_manifest,
 )
 from misstep.prompts import prompt_hash, render_judge_prompt

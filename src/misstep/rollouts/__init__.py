@@ -1,14 +1,13 @@
-"""Rollouts: trace and label shapes, readers, answer extraction and grading."""
+"""Rollouts: the trace shape, readers, answer extraction and grading."""
 
 from misstep.rollouts._equivalence import EquivalenceChecker, answers_equivalent
 from misstep.rollouts._extract import Extraction, extract_answer
 from misstep.rollouts._formats import INPUT_FORMATS
 from misstep.rollouts._grade import GradeStats, grade_traces, iter_outcomes
-from misstep.rollouts._human import human_label_from_row, read_human_labels
 from misstep.rollouts._normalize import canonical_key
 from misstep.rollouts._readers import read_traces
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
-from misstep.rollouts._trace import GRADED_COLUMNS, HumanLabel, Outcome, Trace, derive_trace_id
+from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace, derive_trace_id
 
 __all__ = [
     "GRADED_COLUMNS",
@@ -16,7 +15,6 @@ __all__ = [
     "EquivalenceChecker",
     "Extraction",
     "GradeStats",
-    "HumanLabel",
     "Outcome",
     "RejectSink",
     "Trace",
@@ -26,8 +24,6 @@ __all__ = [
     "derive_trace_id",
     "extract_answer",
     "grade_traces",
-    "human_label_from_row",
     "iter_outcomes",
-    "read_human_labels",
     "read_traces",
 ]

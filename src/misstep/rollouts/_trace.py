@@ -1,4 +1,4 @@
-"""The shapes everything else reads: one input trace, its outcome, one human label."""
+"""The shapes everything else reads: one input trace and its outcome."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GRADED_COLUMNS", "HumanLabel", "Outcome", "Trace", "derive_trace_id"]
+__all__ = ["GRADED_COLUMNS", "Outcome", "Trace", "derive_trace_id"]
 
 
 class Outcome(StrEnum):
@@ -92,26 +92,3 @@ GRADED_COLUMNS: dict[str, str] = {
     "outcome": "str (an Outcome value)",
     "correct": "bool",
 }
-
-
-class HumanLabel(BaseModel):
-    """One person's label of one trace, as in ``../shared/data/*/human_labels.jsonl``."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    trace_id: str
-    """The labelled trace."""
-    annotator: str
-    """Who labelled it; several annotators may share one file."""
-    error_type: str | None = None
-    """A taxonomy key, or None for no error or an untyped label (see ``has_error``)."""
-    first_error_step: int | None = None
-    """0-based index of the first wrong step; None when there is none."""
-    has_error: bool | None = None
-    """Whether the trace has an error at all."""
-    raw_label: str | None = None
-    """The annotator's own words, when kept."""
-    mapping_method: str | None = None
-    """How ``error_type`` was mapped from the source's labels."""
-    weight: float = 1.0
-    """Sampling weight carried from ``misstep sample`` (inverse inclusion probability)."""

@@ -1,0 +1,92 @@
+"""Agreement between judges and people, the annotation tasks behind it, and error-type
+distributions corrected for the judge's measured confusion."""
+
+from misstep.agreement._agreement import (
+    AgreementReport,
+    CategoryRow,
+    ConfusionEntry,
+    Disagreement,
+    OverallAgreement,
+    PairAgreement,
+    Rating,
+    StepAgreement,
+    agreement_report,
+)
+from misstep.agreement._bootstrap import percentile_ci, resample_counts
+from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
+from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
+from misstep.agreement._correction import (
+    CorrectedDistribution,
+    correct_distribution,
+    corrected_distributions,
+    estimate_confusion,
+    simplex_lstsq,
+)
+from misstep.agreement._errordist import (
+    ErrorDistribution,
+    error_distributions,
+    human_consensus,
+    plot_confusion,
+)
+from misstep.agreement._fleiss import fleiss_kappa_of
+from misstep.agreement._krippendorff import (
+    alpha_from_coincidences,
+    item_coincidences,
+    krippendorff_alpha,
+)
+from misstep.agreement._raters import human_raters, judge_raters
+from misstep.agreement._sampling import (
+    NO_ERROR_CHOICE,
+    STRATA_FIELDS,
+    SampleRow,
+    allocate,
+    labelstudio_config,
+    read_annotations,
+    stratified_sample,
+    write_task,
+)
+from misstep.agreement._steps import StepScores, step_scores
+
+__all__ = [
+    "NO_ERROR_CHOICE",
+    "STRATA_FIELDS",
+    "AgreementReport",
+    "CategoryRow",
+    "ConfusionEntry",
+    "CorrectedDistribution",
+    "Disagreement",
+    "ErrorDistribution",
+    "OverallAgreement",
+    "PairAgreement",
+    "Rating",
+    "SampleRow",
+    "StepAgreement",
+    "StepScores",
+    "agreement_report",
+    "allocate",
+    "alpha_from_coincidences",
+    "cohen_kappa",
+    "confusion_counts",
+    "consensus",
+    "correct_distribution",
+    "corrected_distributions",
+    "error_distributions",
+    "estimate_confusion",
+    "fleiss_kappa_of",
+    "human_consensus",
+    "human_raters",
+    "item_coincidences",
+    "judge_raters",
+    "kappa_from_confusions",
+    "krippendorff_alpha",
+    "labelstudio_config",
+    "per_category_scores",
+    "percentile_ci",
+    "plot_confusion",
+    "read_annotations",
+    "resample_counts",
+    "simplex_lstsq",
+    "step_scores",
+    "stratified_sample",
+    "write_task",
+]

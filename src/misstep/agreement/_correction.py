@@ -1,0 +1,253 @@
+"""Error-type distributions corrected for the judge's measured confusion.
+
+Model: each wrong trace has a true type t (what a careful person says), drawn with the
+distribution p; the judge says j with probability M[t, j]. So the judge's distribution is
+q = M^T p. M is estimated on the human-labelled subset (rows: the human type, the human
+consensus when several people labelled a trace; items weighted by their sampling ``weight``;
+a small additive ``smoothing`` per cell keeps rows of unseen types defined), q is the share of
+each type among the judge's ``ok`` labels of one group's wrong traces.
+
+Estimator: least squares on the probability simplex, min ||M^T p - q||^2 subject to p >= 0 and
+sum(p) = 1, solved exactly: the optimum is the equality-constrained solution on one face of the
+simplex, so every face (support) is solved as a small linear system and the best feasible one
+wins. That is exact, needs no iterations, and runs on a whole stack of bootstrap replicates at
+once; it is used up to 12 categories, beyond which projected gradient descent (accelerated,
+a fixed number of steps) takes over.
+
+Interval: percentile bootstrap that resamples BOTH the human-labelled items (re-estimating M)
+and the group's judge labels (re-estimating q), so it includes the uncertainty of M.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, Field
+
+from misstep.agreement._bootstrap import percentile_ci, resample_counts
+from misstep.errors import AnalysisError
+
+__all__ = [
+    "CorrectedDistribution",
+    "correct_distribution",
+    "corrected_distributions",
+    "estimate_confusion",
+    "simplex_lstsq",
+]
+
+Array = npt.NDArray[np.float64]
+
+
+def estimate_confusion(
+    human: Sequence[str],
+    judge: Sequence[str],
+    categories: Sequence[str],
+    *,
+    weights: Sequence[float] | Array | None = None,
+    smoothing: float = 0.01,
+) -> Array:
+    """Row-stochastic M[t, j] = P(judge says j | human says t), weighted, smoothed."""
+    index = {c: i for i, c in enumerate(categories)}
+    k = len(categories)
+    w = np.ones(len(human)) if weights is None else np.asarray(weights, dtype=np.float64)
+    counts = np.zeros((k, k))
+    np.add.at(counts, ([index[h] for h in human], [index[j] for j in judge]), w)
+    return _normalise_rows(counts + smoothing)
+
+
+def _normalise_rows(counts: Array) -> Array:
+    """Rows divided by their sums; a row with nothing in it becomes uniform."""
+    sums = counts.sum(axis=-1, keepdims=True)
+    k = counts.shape[-1]
+    safe = np.where(sums > 0, sums, 1.0)
+    out: Array = np.where(sums > 0, counts / safe, 1.0 / k)
+    return out
+
+
+def _project_simplex(v: Array) -> Array:
+    """Euclidean projection of each row of (..., K) onto the probability simplex."""
+    u = -np.sort(-v, axis=-1)
+    css = np.cumsum(u, axis=-1) - 1.0
+    ind = np.arange(1, v.shape[-1] + 1)
+    rho = (u - css / ind > 0).sum(axis=-1, keepdims=True)
+    theta = np.take_along_axis(css, rho - 1, axis=-1) / rho
+    out: Array = np.maximum(v - theta, 0.0)
+    return out
+
+
+def _by_faces(q: Array, a: Array) -> Array:
+    k = q.shape[-1]
+    best = np.full(q.shape, np.nan)
+    best_obj = np.full(q.shape[:-1], np.inf)
+    for mask in range(1, 2**k):
+        cols = [i for i in range(k) if mask >> i & 1]
+        s = len(cols)
+        a_s = a[..., :, cols]
+        kkt = np.zeros((*q.shape[:-1], s + 1, s + 1))
+        kkt[..., :s, :s] = 2.0 * np.swapaxes(a_s, -1, -2) @ a_s
+        kkt[..., :s, s] = 1.0
+        kkt[..., s, :s] = 1.0
+        rhs = np.concatenate(
+            [2.0 * np.einsum("...js,...j->...s", a_s, q), np.ones((*q.shape[:-1], 1))], axis=-1
+        )
+        try:
+            sol = np.linalg.solve(kkt, rhs[..., None])[..., :s, 0]
+        except np.linalg.LinAlgError:
+            # A singular face (collinear columns of M): the least-norm solution still
+            # gives its optimum.
+            sol = np.einsum("...ij,...j->...i", np.linalg.pinv(kkt), rhs)[..., :s]
+        feasible = (sol >= -1e-12).all(axis=-1) & (np.abs(sol.sum(axis=-1) - 1.0) < 1e-8)
+        p = np.zeros(q.shape)
+        p[..., cols] = np.clip(sol, 0.0, None)
+        obj = ((np.einsum("...jt,...t->...j", a, p) - q) ** 2).sum(axis=-1)
+        better = feasible & (obj < best_obj - 1e-15)
+        best = np.where(better[..., None], p, best)
+        best_obj = np.where(better, obj, best_obj)
+    return best
+
+
+def _by_gradient(q: Array, a: Array, steps: int = 3000) -> Array:
+    lipschitz = 2.0 * np.linalg.norm(a, ord=2, axis=(-2, -1))[..., None]
+    p = np.full(q.shape, 1.0 / q.shape[-1])
+    y, t = p.copy(), 1.0
+    for _ in range(steps):
+        grad = 2.0 * np.einsum("...jt,...j->...t", a, np.einsum("...jt,...t->...j", a, y) - q)
+        new = _project_simplex(y - grad / lipschitz)
+        t_new = (1.0 + np.sqrt(1.0 + 4.0 * t * t)) / 2.0
+        y = new + (t - 1.0) / t_new * (new - p)
+        p, t = new, t_new
+    return p
+
+
+def simplex_lstsq(q: Array, m: Array) -> Array:
+    """p on the simplex minimising ||M^T p - q||^2, for one (K,) / (K, K) pair or stacks
+    (..., K) / (..., K, K) (rows of M: true type, columns: judge's type)."""
+    shape = np.broadcast_shapes(q.shape, m.shape[:-1])
+    q_b = np.broadcast_to(q, shape)
+    a = np.broadcast_to(np.swapaxes(m, -1, -2), (*shape, shape[-1]))
+    if shape[-1] <= 12:
+        return _by_faces(q_b, a)
+    return _by_gradient(q_b, a)
+
+
+class CorrectedDistribution(BaseModel):
+    """One group's error-type distribution as the judge gives it and corrected."""
+
+    group: str
+    """The group (e.g. ``checkpoint/dataset``)."""
+    categories: list[str]
+    """Taxonomy keys, in order."""
+    n_judge: int
+    """Wrong traces with an ``ok`` judge label in this group."""
+    n_human: int
+    """Human-labelled items the confusion matrix was estimated on (pooled over groups)."""
+    raw: dict[str, float]
+    """Share per type as the judge gives it."""
+    raw_ci: dict[str, tuple[float, float] | None]
+    """Bootstrap 95% interval of ``raw``."""
+    corrected: dict[str, float] = Field(default_factory=dict)
+    """Share per type corrected for the judge's confusion (empty without human labels)."""
+    corrected_ci: dict[str, tuple[float, float] | None] = Field(default_factory=dict)
+    """Bootstrap 95% interval of ``corrected``, including the confusion's uncertainty."""
+    method: str = "lstsq-simplex"
+    """The estimator (see the module docstring)."""
+
+
+def _onehot(labels: Sequence[str], categories: Sequence[str]) -> Array:
+    index = {c: i for i, c in enumerate(categories)}
+    out = np.zeros((len(labels), len(categories)))
+    out[np.arange(len(labels)), [index[x] for x in labels]] = 1.0
+    return out
+
+
+def _cis(
+    boot: Array, categories: Sequence[str], level: float
+) -> dict[str, tuple[float, float] | None]:
+    return {c: percentile_ci(boot[:, i], level) for i, c in enumerate(categories)}
+
+
+def correct_distribution(
+    judge_types: Sequence[str],
+    human_pairs: Sequence[tuple[str, str]],
+    categories: Sequence[str],
+    *,
+    weights: Sequence[float] | None = None,
+    group: str = "all",
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    smoothing: float = 0.01,
+) -> CorrectedDistribution:
+    """Raw and corrected distribution of ``judge_types`` (one group's judge labels), with M
+    from ``human_pairs`` ((human type, judge type) per human-labelled item). With no pairs,
+    only the raw distribution is given."""
+    cats = list(categories)
+    k = len(cats)
+    n = len(judge_types)
+    if n == 0:
+        raise AnalysisError(f"group {group!r} has no judge labels to build a distribution from")
+    rng = np.random.default_rng(seed)
+    q = _onehot(judge_types, cats).mean(axis=0)
+    q_boot = rng.multinomial(n, q, size=n_boot).astype(np.float64) / n
+    result = CorrectedDistribution(
+        group=group,
+        categories=cats,
+        n_judge=n,
+        n_human=len(human_pairs),
+        raw=dict(zip(cats, q.tolist(), strict=True)),
+        raw_ci=_cis(q_boot, cats, level),
+    )
+    if not human_pairs:
+        return result
+    h = [x for x, _ in human_pairs]
+    j = [y for _, y in human_pairs]
+    w = np.ones(len(h)) if weights is None else np.asarray(weights, dtype=np.float64)
+    m = estimate_confusion(h, j, cats, weights=w, smoothing=smoothing)
+    cells = np.zeros((len(h), k * k))
+    index = {c: i for i, c in enumerate(cats)}
+    cells[np.arange(len(h)), [index[a] * k + index[b] for a, b in human_pairs]] = w
+    counts = resample_counts(len(h), n_boot, seed + 1)
+    m_boot = _normalise_rows((counts @ cells).reshape(n_boot, k, k) + smoothing)
+    p = simplex_lstsq(q, m)
+    p_boot = simplex_lstsq(q_boot, m_boot)
+    result.corrected = dict(zip(cats, p.tolist(), strict=True))
+    result.corrected_ci = _cis(p_boot, cats, level)
+    return result
+
+
+def corrected_distributions(
+    judge: Mapping[str, str],
+    human: Mapping[str, tuple[str, float]],
+    categories: Sequence[str],
+    *,
+    groups: Mapping[str, str],
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, CorrectedDistribution]:
+    """Per group: the judge's types ({trace_id: type}, ``ok`` labels of wrong traces only)
+    raw and corrected, with one confusion matrix pooled over every human-labelled trace
+    ({trace_id: (human type, weight)}) that the judge also typed. Traces without a group are
+    left out."""
+    shared = sorted(set(judge) & set(human))
+    pairs = [(human[t][0], judge[t]) for t in shared]
+    weights = [human[t][1] for t in shared]
+    by_group: dict[str, list[str]] = {}
+    for trace_id, label in sorted(judge.items()):
+        if trace_id in groups:
+            by_group.setdefault(groups[trace_id], []).append(label)
+    return {
+        g: correct_distribution(
+            labels,
+            pairs,
+            categories,
+            weights=weights,
+            group=g,
+            n_boot=n_boot,
+            seed=seed,
+            level=level,
+        )
+        for g, labels in sorted(by_group.items())
+    }

@@ -1,0 +1,32 @@
+"""Stored labels, whoever made them: judge records and their store (the current record per
+trace), the run manifest, and people's labels."""
+
+from misstep.labels._human import HumanLabel, human_label_from_row, read_human_labels
+from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
+from misstep.labels._store import (
+    InputFile,
+    LabelStore,
+    RunManifest,
+    iter_label_lines,
+    read_labels,
+    read_manifest,
+    read_status_index,
+    write_manifest,
+)
+
+__all__ = [
+    "LABEL_RECORD_VERSION",
+    "HumanLabel",
+    "InputFile",
+    "LabelStatus",
+    "LabelStore",
+    "RunManifest",
+    "StoredLabel",
+    "human_label_from_row",
+    "iter_label_lines",
+    "read_human_labels",
+    "read_labels",
+    "read_manifest",
+    "read_status_index",
+    "write_manifest",
+]

@@ -1,0 +1,274 @@
+"""The run directory: append-only ``labels.jsonl`` and an atomically written ``manifest.json``.
+
+A run killed at any moment (kill -9 included) leaves at worst a partly written last line. On
+reading, a bad *last* line is skipped and counted; a bad line anywhere else is corruption and
+raises. On opening for append the tail is repaired first, so the next record never glues onto
+a partial one: a complete record that lost only its newline gets it; a fragment is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from misstep.errors import LabelStoreError
+from misstep.labels._record import LabelStatus, StoredLabel
+
+__all__ = [
+    "LABELS_FILE",
+    "MANIFEST_FILE",
+    "MANIFEST_VERSION",
+    "InputFile",
+    "LabelStore",
+    "RunManifest",
+    "iter_label_lines",
+    "labels_path",
+    "read_labels",
+    "read_manifest",
+    "read_status_index",
+    "write_manifest",
+]
+
+LABELS_FILE = "labels.jsonl"
+MANIFEST_FILE = "manifest.json"
+MANIFEST_VERSION = 1
+# fsync at most this often: every label is flushed to the OS at once (survives kill -9);
+# fsync only guards against a machine crash, and per-line fsync would cap throughput.
+_FSYNC_EVERY_S = 1.0
+
+
+def labels_path(run_dir_or_file: str | Path) -> Path:
+    """``RUN_DIR/labels.jsonl`` for a directory, the path itself for a file."""
+    path = Path(run_dir_or_file)
+    return path / LABELS_FILE if path.is_dir() or path.suffix != ".jsonl" else path
+
+
+class LabelStore:
+    """Appends label records to ``RUN_DIR/labels.jsonl``; one JSON object per line."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LabelStoreError(path=self.run_dir, reason=f"cannot create it: {exc}") from None
+        self.path = self.run_dir / LABELS_FILE
+        self.written = 0
+        self.dropped_bytes = 0
+        """Bytes of a partly written last line removed on opening (left by a killed run)."""
+        try:
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        except OSError as exc:
+            raise LabelStoreError(path=self.path, reason=f"cannot open for append: {exc}") from None
+        self._repair_tail()
+        self._last_sync = time.monotonic()
+
+    def _repair_tail(self) -> None:
+        """Make the file end with a complete line before anything is appended.
+
+        A last line without its newline was cut by a kill. If it still parses as a record,
+        only the newline was lost: add it. Otherwise drop the fragment (it holds no usable
+        label; that trace is simply retried), so that it never sits in the middle of the file
+        where it would read as corruption."""
+        size = self.path.stat().st_size
+        if size == 0:
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(max(0, size - (1 << 16)))
+            tail = fh.read()
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        if cut < 0 and size > len(tail):
+            raise LabelStoreError(
+                path=self.path, reason="the last line is longer than 64 KiB and unterminated"
+            )
+        fragment = tail[cut + 1 :]
+        try:
+            complete = isinstance(orjson.loads(fragment), dict)
+        except orjson.JSONDecodeError:
+            complete = False
+        if complete:
+            self._fh.write(b"\n")
+            self._fh.flush()
+        else:
+            os.truncate(self.path, size - len(fragment))
+            self.dropped_bytes = len(fragment)
+
+    def append(self, label: StoredLabel) -> None:
+        """Write one record and flush it to the OS (fsync about once a second)."""
+        self._fh.write(orjson.dumps(label.model_dump(mode="json")) + b"\n")
+        self._fh.flush()
+        self.written += 1
+        now = time.monotonic()
+        if now - self._last_sync >= _FSYNC_EVERY_S:
+            os.fsync(self._fh.fileno())
+            self._last_sync = now
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def __enter__(self) -> LabelStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_label_lines(
+    path: str | Path, *, skipped: list[int] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for each record of a labels.jsonl, streaming.
+
+    A line that does not parse is tolerated only when it is the last line (a run killed while
+    writing it); its number is appended to ``skipped``. Elsewhere it raises LabelStoreError."""
+    path = labels_path(path)
+    if not path.exists():
+        raise LabelStoreError(path=path, reason="no such file", hint="run `misstep label` first")
+    bad: tuple[int, str] | None = None
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            if bad is not None:
+                # The bad line was not the last one: the file is corrupt, not merely cut.
+                raise LabelStoreError(
+                    path=path,
+                    line=bad[0],
+                    reason=f"not a JSON label record ({bad[1]})",
+                    hint="remove or fix that line; only a partly written last line is tolerated",
+                )
+            try:
+                record = orjson.loads(line)
+                if not isinstance(record, dict):
+                    raise orjson.JSONDecodeError("not an object", "", 0)
+            except orjson.JSONDecodeError as exc:
+                bad = (number, str(exc).splitlines()[0][:80])
+                continue
+            yield number, record
+        if bad is not None and skipped is not None:
+            skipped.append(bad[0])
+
+
+def read_labels(
+    run_dir_or_file: str | Path, *, skipped: list[int] | None = None
+) -> dict[str, StoredLabel]:
+    """The current record per trace (the last one in the file wins).
+
+    Accepts a run directory (the manifest is optional) or a labels.jsonl path."""
+    path = labels_path(run_dir_or_file)
+    current: dict[str, StoredLabel] = {}
+    for number, record in iter_label_lines(path, skipped=skipped):
+        try:
+            label = StoredLabel.model_validate(record)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err.get("loc", ()))
+            raise LabelStoreError(
+                path=path, line=number, reason=f"field {field!r}: {err.get('msg', '')}"
+            ) from None
+        current[label.trace_id] = label
+    return current
+
+
+def read_status_index(
+    run_dir_or_file: str | Path, *, skipped: list[int] | None = None
+) -> dict[str, tuple[str, str]]:
+    """``trace_id -> (status, judge id)`` of each current record: what resuming needs, without
+    keeping the labels themselves. An absent file gives an empty index."""
+    path = labels_path(run_dir_or_file)
+    if not path.exists():
+        return {}
+    index: dict[str, tuple[str, str]] = {}
+    for number, record in iter_label_lines(path, skipped=skipped):
+        trace_id, status, judge = record.get("trace_id"), record.get("status"), record.get("judge")
+        if not isinstance(trace_id, str) or status not in set(LabelStatus):
+            raise LabelStoreError(
+                path=path, line=number, reason="record without a trace_id or a valid status"
+            )
+        index[trace_id] = (str(status), str(judge))
+    return index
+
+
+class InputFile(BaseModel):
+    """One input file of a run, as it was when the run started."""
+
+    path: str
+    """Absolute path."""
+    size: int
+    """Size in bytes."""
+    mtime: float
+    """Modification time (seconds since the epoch)."""
+
+    @classmethod
+    def of(cls, path: str | Path) -> InputFile:
+        resolved = Path(path).resolve()
+        stat = resolved.stat()
+        return cls(path=str(resolved), size=stat.st_size, mtime=stat.st_mtime)
+
+
+class RunManifest(BaseModel):
+    """``RUN_DIR/manifest.json``: how the labels of a run were made. Never holds an API key."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = MANIFEST_VERSION
+    """Manifest format version."""
+    inputs: list[InputFile] = Field(default_factory=list)
+    """The traces files labelled."""
+    judge_config: dict[str, Any] = Field(default_factory=dict)
+    """The judge configuration (backend, model, URL, sampling, limits); never a key."""
+    judge: str = ""
+    """Judge id written into every label of this configuration."""
+    taxonomy_id: str = ""
+    """Taxonomy id, e.g. ``math-v1``."""
+    taxonomy_version: str = ""
+    """Taxonomy version."""
+    taxonomy_hash: str = ""
+    """Content hash of the taxonomy."""
+    prompt_hash: str = ""
+    """Hash of the prompt templates."""
+    seed: int = 0
+    """Global seed from which per-request seeds are derived."""
+    server_model: str | None = None
+    """The model id the judge server reported, when it reports one."""
+    versions: dict[str, str | None] = Field(default_factory=dict)
+    """Versions of misstep and of the backend libraries (openai, vllm)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Pipeline options: include_correct, limit, input_format, regrade, skip_invalid."""
+    created_at: str = ""
+    """When the run (or its latest resumption) started, UTC ISO 8601."""
+
+
+def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
+    """Write ``manifest.json`` atomically (temp file + rename): never half a manifest."""
+    path = Path(run_dir) / MANIFEST_FILE
+    tmp = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(orjson.dumps(manifest.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise LabelStoreError(path=path, reason=f"cannot write it: {exc}") from None
+    return path
+
+
+def read_manifest(run_dir: str | Path) -> RunManifest | None:
+    """The run's manifest, or None when the directory has none (it is optional)."""
+    path = Path(run_dir) / MANIFEST_FILE
+    if not path.exists():
+        return None
+    try:
+        return RunManifest.model_validate(orjson.loads(path.read_bytes()))
+    except (orjson.JSONDecodeError, ValidationError) as exc:
+        raise LabelStoreError(path=path, reason=f"not a valid manifest: {exc}") from None

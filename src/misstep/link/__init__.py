@@ -1,0 +1,6 @@
+"""The link: error-type shifts and other causes against majority-vote failures."""
+
+from misstep.link._findings import Finding
+from misstep.link._link import LinkResult, link_analysis, read_train_metrics
+
+__all__ = ["Finding", "LinkResult", "link_analysis", "read_train_metrics"]

@@ -1,0 +1,168 @@
+"""Ranked findings: the link's results as plain sentences with their numbers.
+
+Every finding is tied to one checkpoint. Its ``p_value`` is the one behind it, already adjusted
+(Benjamini-Hochberg) for the tests of its family; a sentence calls a result significant only when
+that adjusted p-value is below ``ALPHA``. Ranking, best first:
+
+1. significant type changes that move against sc_gain (a type rose where sc_gain fell, or fell
+   where it rose), by the size of the change (|Cohen's h|);
+2. significant rank correlations across checkpoints, by adjusted p then |rho|;
+3. the same two kinds when not significant (at most ``MAX_WEAK`` of them), stated as such;
+4. descriptive facts without a test (dominant-type transitions), ``p_value`` None.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from pydantic import BaseModel
+
+from misstep.link._linkstats import Correlation, Transition
+from misstep.link._shifts import CheckpointShares, Shift
+
+__all__ = ["ALPHA", "MAX_WEAK", "Finding", "build_findings"]
+
+ALPHA = 0.05
+MAX_WEAK = 5
+
+
+class Finding(BaseModel):
+    """One ranked finding."""
+
+    rank: int
+    """1 for the most important."""
+    kind: str
+    """``type_shift``, ``correlation``, ``train_correlation`` or ``transition``."""
+    checkpoint: str
+    """The checkpoint the finding is about."""
+    error_type: str | None
+    """The error type it is about, when one."""
+    effect: float
+    """Cohen's h of the share change, Spearman's rho, or a share of problems (transitions)."""
+    p_value: float | None
+    """Adjusted p-value behind the finding; None for descriptive findings."""
+    significant: bool
+    """``p_value < 0.05``."""
+    sentence: str
+    """The finding in plain words, with its numbers."""
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _p(p: float) -> str:
+    text = f"p={p:.3f}" if p >= 0.001 else "p<0.001"
+    return text + ("" if p < ALPHA else ", not significant")
+
+
+def build_findings(
+    *,
+    shifts: list[Shift],
+    shares: list[CheckpointShares],
+    sc: dict[str, float],
+    k: int,
+    failures: pd.DataFrame,
+    correlations: list[Correlation],
+    transitions: list[Transition],
+) -> list[Finding]:
+    """Rank findings. ``sc`` maps checkpoint to sc_gain@k; ``failures`` holds one row per
+    majority-vote failure with ``checkpoint``, ``kind`` and ``winner_type``."""
+    strong: list[tuple[tuple[float, ...], Finding]] = []
+    weak: list[tuple[tuple[float, ...], Finding]] = []
+    tail: list[Finding] = []
+    share_at = {cs.checkpoint: cs for cs in shares}
+    n_fail = failures.groupby("checkpoint").size() if not failures.empty else pd.Series(dtype=int)
+    for s in shifts:
+        if s.before not in sc or s.after not in sc:
+            continue
+        d_sc = sc[s.after] - sc[s.before]
+        for c in s.changes:
+            if c.p_value is None or c.delta == 0 or (c.delta > 0) == (d_sc > 0) or d_sc == 0:
+                continue
+            moved = "rose" if c.delta > 0 else "fell"
+            fell = "fell" if d_sc < 0 else "rose"
+            text = (
+                f"At {s.after} sc_gain@{k} {fell} from {sc[s.before]:+.3f} to {sc[s.after]:+.3f}; "
+                f"{c.error_type} {moved} from {_pct(c.share_before)} to {_pct(c.share_after)} "
+                f"of wrong traces ({_p(c.p_value)})"
+            )
+            total = int(n_fail.get(s.after, 0))
+            if total:
+                mine = failures[
+                    (failures["checkpoint"] == s.after)
+                    & (failures["kind"] == "consistent-wrong")
+                    & (failures["winner_type"] == c.error_type)
+                ]
+                if len(mine):
+                    text += (
+                        f", and {_pct(len(mine) / total)} of its {total} majority-vote failures "
+                        f"were consistent-wrong answers carried by {c.error_type} traces"
+                    )
+            f = Finding(
+                rank=0,
+                kind="type_shift",
+                checkpoint=s.after,
+                error_type=c.error_type,
+                effect=c.cohen_h,
+                p_value=c.p_value,
+                significant=c.p_value < ALPHA,
+                sentence=text + ".",
+            )
+            (strong if f.significant else weak).append(((0, -abs(c.cohen_h)), f))
+    worst = min(sc, key=lambda ck: sc[ck]) if sc else None
+    for cor in correlations:
+        if cor.rho is None or cor.p_value is None or worst is None:
+            continue
+        if cor.kind == "type_vs_sc_gain":
+            at = share_at.get(worst)
+            here = (
+                f" where {cor.x} is {_pct(at.shares[cor.x])}" if at and cor.x in at.shares else ""
+            )
+            text = (
+                f"Across {cor.n} checkpoints the share of {cor.x} among wrong traces "
+                f"{'moves against' if cor.rho < 0 else 'moves with'} {cor.y} "
+                f"(Spearman rho={cor.rho:+.2f}, permutation {_p(cor.p_value)}); "
+                f"{cor.y} is lowest at {worst} ({sc[worst]:+.3f}){here}."
+            )
+            etype: str | None = cor.x
+        else:
+            text = (
+                f"Across {cor.n} checkpoints {cor.x} and {cor.y} move "
+                f"{'against each other' if cor.rho < 0 else 'together'} "
+                f"(Spearman rho={cor.rho:+.2f}, permutation {_p(cor.p_value)}); "
+                f"sc_gain@{k} is lowest at {worst} ({sc[worst]:+.3f})."
+            )
+            etype = cor.y if cor.kind == "train_vs_type" else None
+        f = Finding(
+            rank=0,
+            kind="correlation" if cor.kind == "type_vs_sc_gain" else "train_correlation",
+            checkpoint=worst,
+            error_type=etype,
+            effect=cor.rho,
+            p_value=cor.p_value,
+            significant=cor.p_value < ALPHA,
+            sentence=text,
+        )
+        (strong if f.significant else weak).append(((1, cor.p_value, -abs(cor.rho)), f))
+    for t in transitions[:3]:
+        tail.append(
+            Finding(
+                rank=0,
+                kind="transition",
+                checkpoint=t.checkpoint,
+                error_type=t.to_type,
+                effect=t.n_problems / t.n_tracked,
+                p_value=None,
+                significant=False,
+                sentence=(
+                    f"{t.n_problems} of {t.n_tracked} tracked problems went from {t.from_type} "
+                    f"to {t.to_type} between {t.before} and {t.checkpoint} (dominant error type)."
+                ),
+            )
+        )
+    strong.sort(key=lambda kv: kv[0])
+    weak.sort(key=lambda kv: kv[0])
+    ranked = [f for _, f in strong] + [f for _, f in weak[:MAX_WEAK]] + tail
+    for i, f in enumerate(ranked, start=1):
+        f.rank = i
+    return ranked

@@ -1,0 +1,458 @@
+"""The link: which error types moved where majority voting stopped paying off.
+
+``link_analysis`` joins the graded table with the judge's labels (status ``ok`` labels of
+``wrong`` traces; truncated and no-answer traces are never labelled), then computes per
+checkpoint the vote metrics, the error-type distribution (pooled over datasets, problems as
+clusters), its shifts, the anatomy of majority-vote failures, rank correlations, the per-problem
+regression, dominant-type transitions and ranked findings. See ``_shifts``, ``_anatomy``,
+``_linkstats`` and ``_findings`` for the exact definitions and the "too few data" thresholds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from misstep.errors import AnalysisError, InputFormatError, InvalidRecordError
+from misstep.labels import HumanLabel, StoredLabel
+from misstep.link._anatomy import (
+    FAILURE_KINDS,
+    PROBLEM_KEY,
+    failure_mix,
+    problem_votes,
+    winner_types,
+)
+from misstep.link._findings import Finding, build_findings
+from misstep.link._linkstats import (
+    Correlation,
+    RegressionResult,
+    Transition,
+    coverage_table,
+    dominant_transitions,
+    finite,
+    problem_regression,
+    spearman_permutation,
+    vote_table,
+)
+from misstep.link._shifts import Shift, bh_adjust, checkpoint_shares, distribution_shifts
+from misstep.metrics._order import order_checkpoints
+
+__all__ = ["CheckpointSummary", "LinkResult", "link_analysis", "read_train_metrics"]
+
+_N_PERM = 2000
+
+
+class CheckpointSummary(BaseModel):
+    """Per-checkpoint metrics and error-type distribution."""
+
+    checkpoint: str
+    """Checkpoint name."""
+    step: int | None
+    """Training step, when known."""
+    n_problems: int
+    """Problems (over all datasets)."""
+    n_samples: int
+    """Traces."""
+    n_wrong: int
+    """Traces graded ``wrong``."""
+    n_labelled: int
+    """Wrong traces with an ``ok`` label."""
+    metrics: dict[str, float | None]
+    """``pass@1``, ``maj@k`` and ``sc_gain@k`` for each k."""
+    error_dist: dict[str, float]
+    """Share of labelled wrong traces per type, as the judge gives it."""
+    error_dist_ci: dict[str, tuple[float, float]]
+    """95% cluster-bootstrap interval of each share."""
+    error_dist_corrected: dict[str, float] | None = None
+    """Corrected for the judge's confusion (only with human labels and the agreement module)."""
+    majority_failures: int
+    """Problems whose full-n vote is wrong while some sample is right."""
+    failure_kinds: dict[str, int]
+    """Failures per kind (consistent-wrong, scattered, truncation-driven)."""
+    winner_mix: dict[str, float]
+    """Type mix of the winning wrong classes' labelled traces, over this checkpoint's failures."""
+    other_mix: dict[str, float]
+    """Type mix of the other labelled wrong traces of the same failed problems."""
+    train_metrics: dict[str, float | None] = {}
+    """Training metrics joined on ``step``, when given."""
+
+
+class LinkResult(BaseModel):
+    """Everything ``misstep link`` reports; ``to_json()`` for scripts."""
+
+    k: int
+    """The k of the headline ``sc_gain@k``."""
+    ks: list[int]
+    """All k computed."""
+    types: list[str]
+    """Error types seen in the labels, sorted."""
+    checkpoints: list[CheckpointSummary]
+    """In checkpoint order."""
+    shifts: list[Shift]
+    """Between consecutive checkpoints."""
+    failures: list[dict[str, Any]]
+    """One record per majority-vote failure (checkpoint, dataset, problem_id, kind, votes,
+    winner_type, winner trace ids)."""
+    correlations: list[Correlation]
+    """Spearman correlations across checkpoints."""
+    regression: RegressionResult
+    """Per-problem logistic regression of majority-vote failure."""
+    transitions: list[Transition]
+    """Dominant-type moves between consecutive checkpoints, most frequent first."""
+    coverage: dict[str, Any]
+    """Solved-set Jaccard matrix, retention, acquisition, forgetting."""
+    agreement: dict[str, Any] | None
+    """Judge vs human: n, agreement, Cohen's kappa and the confusion matrix (with ``human``)."""
+    findings: list[Finding]
+    """Ranked, best first."""
+    notes: list[str]
+    """Plain statements about too few data and uncorrected distributions."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN never appears: missing numbers are null)."""
+        data: dict[str, Any] = self.model_dump(mode="json")
+        return data
+
+
+def read_train_metrics(path: str | Path) -> pd.DataFrame:
+    """Read a CSV or JSONL file with a ``step`` column and numeric metric columns."""
+    p = Path(path)
+    try:
+        if p.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
+            rows = []
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InvalidRecordError(
+                        path=p, line=i, reason=f"not valid JSON ({exc.msg})"
+                    ) from None
+            df = pd.DataFrame(rows)
+        else:
+            df = pd.read_csv(p)
+    except OSError as exc:
+        raise InputFormatError(path=p, reason=f"cannot read: {exc.strerror}") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise InputFormatError(path=p, reason=f"not a CSV file: {exc}") from None
+    if "step" not in df.columns:
+        raise InputFormatError(
+            path=p, reason="no 'step' column", hint="add a 'step' column holding the training step"
+        )
+    step = pd.to_numeric(df["step"], errors="coerce")
+    if step.isna().any():
+        bad = int(np.flatnonzero(step.isna().to_numpy())[0]) + 2  # header is line 1
+        raise InvalidRecordError(path=p, line=bad, field="step", reason="not an integer")
+    numeric = df.drop(columns=["step"]).apply(pd.to_numeric, errors="coerce")
+    numeric = numeric.loc[:, numeric.notna().any()]
+    numeric.index = step.astype(int)
+    out: pd.DataFrame = numeric.groupby(level=0).mean()
+    return out
+
+
+def _labels_frame(labels: Mapping[str, StoredLabel] | pd.DataFrame) -> pd.DataFrame:
+    """trace_id, error_type, first_error_step, evidence of the ``ok`` labels with a type."""
+    if isinstance(labels, pd.DataFrame):
+        df = labels
+        if "status" in df.columns:
+            df = df[df["status"].astype(str) == "ok"]
+        df = df[df["error_type"].notna()]
+        for col in ("first_error_step", "evidence"):
+            if col not in df.columns:
+                df = df.assign(**{col: None})
+        return df[["trace_id", "error_type", "first_error_step", "evidence"]]
+    rows = [
+        (tid, lab.error_type, lab.first_error_step, lab.evidence)
+        for tid, lab in labels.items()
+        if lab.status == "ok" and lab.error_type
+    ]
+    return pd.DataFrame(rows, columns=["trace_id", "error_type", "first_error_step", "evidence"])
+
+
+def _mix(rows: pd.DataFrame, types: list[str]) -> dict[str, float]:
+    if rows.empty:
+        return {}
+    counts = rows["error_type"].value_counts()
+    return {t: float(counts.get(t, 0) / len(rows)) for t in types}
+
+
+def _agreement(human: Sequence[HumanLabel], labelled: pd.DataFrame) -> dict[str, Any] | None:
+    """Judge vs the human consensus (most common human type; ties: smaller key)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    votes: dict[str, Counter[str]] = {}
+    for h in human:
+        if h.error_type:
+            votes.setdefault(h.trace_id, Counter())[h.error_type] += 1
+    consensus = {
+        tid: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for tid, c in votes.items()
+    }
+    judged = dict(zip(labelled["trace_id"], labelled["error_type"], strict=True))
+    pairs = [(judged[t], consensus[t]) for t in consensus if t in judged]
+    if not pairs:
+        return {"n": 0, "note": "no trace has both a judge label and a human label"}
+    jl, hl = zip(*pairs, strict=True)
+    cats = sorted(set(jl) | set(hl))
+    matrix = [[sum(1 for a, b in pairs if b == r and a == c) for c in cats] for r in cats]
+    kappa = cohen_kappa_score(list(hl), list(jl), labels=cats) if len(cats) > 1 else None
+    return {
+        "n": len(pairs),
+        "agreement": sum(a == b for a, b in pairs) / len(pairs),
+        "cohen_kappa": finite(kappa),
+        "labels": cats,
+        "confusion": matrix,
+        "confusion_rows": "human",
+        "confusion_cols": "judge",
+    }
+
+
+def link_analysis(
+    graded: pd.DataFrame,
+    labels: Mapping[str, StoredLabel] | pd.DataFrame,
+    *,
+    human: Sequence[HumanLabel] | None = None,
+    train_metrics: pd.DataFrame | str | Path | None = None,
+    ks: Sequence[int] = (1, 4, 16),
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> LinkResult:
+    """Link error-type shifts to majority-vote failures across checkpoints.
+
+    ``graded`` has the ``GRADED_COLUMNS``; ``labels`` maps trace id to its current stored label
+    (or is a DataFrame with ``trace_id``, ``error_type`` and optionally ``status``,
+    ``first_error_step``, ``evidence``). ``ks`` are capped at the smallest number of samples of
+    a problem; the headline ``sc_gain@k`` uses the largest. Every random step is seeded by
+    ``seed``. Raises ``AnalysisError`` when the table is empty.
+    """
+    if graded.empty:
+        raise AnalysisError("the graded table is empty: nothing to analyse")
+    checkpoints = list(order_checkpoints(graded))
+    notes: list[str] = []
+    n_min = int(graded.groupby(PROBLEM_KEY, sort=False).size().min())
+    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
+    k = ks_used[-1]
+    metrics = vote_table(graded, ks_used, seed)
+    metric_rows = metrics.to_dict("index")
+    sc = {ck: float(metric_rows[ck][f"sc_gain@{k}"]) for ck in checkpoints if ck in metric_rows}
+
+    lab = _labels_frame(labels)
+    wrong = graded.loc[
+        graded["outcome"].astype(str) == "wrong", [*PROBLEM_KEY, "trace_id", "answer_class"]
+    ]
+    wl = wrong.merge(lab[["trace_id", "error_type"]], on="trace_id", how="inner")
+    types = sorted(wl["error_type"].astype(str).unique().tolist())
+    if wl.empty:
+        notes.append("no wrong trace has an ok label: the error-type analysis is empty")
+
+    shares, draws = checkpoint_shares(wl, checkpoints, types, seed=seed, n_boot=n_boot)
+    shifts = distribution_shifts(shares, draws, types)
+    corrected = _corrected(wl, human, types, notes, seed=seed, n_boot=min(n_boot, 200))
+    if human is None:
+        notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
+
+    votes = problem_votes(graded)
+    mix = failure_mix(votes, wl)
+    winners = winner_types(mix)
+    failed = votes[votes["majority_failure"]].merge(winners, on=PROBLEM_KEY, how="left")
+
+    # Correlations across checkpoints, one BH family.
+    rng = np.random.default_rng(seed)
+    sc_vec = np.array([sc.get(ck, np.nan) for ck in checkpoints])
+    cors: list[Correlation] = []
+
+    def corr(x: str, y: str, kind: str, xv: np.ndarray, yv: np.ndarray) -> None:
+        rho, p = spearman_permutation(xv, yv, n_perm=_N_PERM, rng=rng)
+        n = int((np.isfinite(xv) & np.isfinite(yv)).sum())
+        note = None
+        if rho is None:
+            note = f"too few data: {n} checkpoints with both values (needs 5) or a constant series"
+        cors.append(Correlation(x=x, y=y, kind=kind, n=n, rho=rho, p_value=p, p_raw=p, note=note))
+
+    share_vec = {
+        t: np.array([cs.shares[t] if cs.n_labelled else np.nan for cs in shares], dtype=float)
+        for t in types
+    }
+    for t in types:
+        corr(t, f"sc_gain@{k}", "type_vs_sc_gain", share_vec[t], sc_vec)
+    tm_by_ck: dict[str, dict[str, float | None]] = {}
+    if train_metrics is not None:
+        tm = (
+            train_metrics
+            if isinstance(train_metrics, pd.DataFrame)
+            else read_train_metrics(train_metrics)
+        )
+        step_min = graded.groupby("checkpoint", sort=False)["step"].min().to_dict()
+        ck_steps = [
+            int(step_min[ck]) if ck in step_min and pd.notna(step_min[ck]) else None
+            for ck in checkpoints
+        ]
+        tm_rows = tm.to_dict("index")
+        if all(s is None for s in ck_steps):
+            notes.append("--train-metrics given but the traces carry no 'step': nothing joined")
+        for col in tm.columns:
+            vals = np.array(
+                [
+                    float(tm_rows[s][col]) if s is not None and s in tm_rows else np.nan
+                    for s in ck_steps
+                ],
+                dtype=float,
+            )
+            for ck, v in zip(checkpoints, vals, strict=True):
+                tm_by_ck.setdefault(ck, {})[str(col)] = finite(v)
+            corr(str(col), f"sc_gain@{k}", "train_vs_sc_gain", vals, sc_vec)
+            for t in types:
+                corr(str(col), t, "train_vs_type", vals, share_vec[t])
+    for c, adj in zip(cors, bh_adjust([c.p_raw for c in cors]), strict=True):
+        c.p_value = adj
+    if len(checkpoints) < 5:
+        notes.append(
+            f"only {len(checkpoints)} checkpoint(s): correlations across checkpoints need 5"
+        )
+
+    regression = problem_regression(votes, wl, types, seed=seed)
+    if regression.coefficients == [] and regression.note:
+        notes.append(regression.note)
+    transitions, _ = dominant_transitions(wl, checkpoints)
+    for s in shifts:
+        if s.note:
+            notes.append(f"{s.before} -> {s.after}: {s.note}")
+
+    findings = build_findings(
+        shifts=shifts,
+        shares=shares,
+        sc=sc,
+        k=k,
+        failures=failed,
+        correlations=cors,
+        transitions=transitions,
+    )
+    if not any(f.significant for f in findings):
+        notes.append("no finding reaches significance (adjusted p < 0.05)")
+
+    summaries = []
+    counts = graded.groupby("checkpoint", sort=False)
+    n_samples = counts.size()
+    n_wrong = graded[graded["outcome"].astype(str) == "wrong"].groupby("checkpoint").size()
+    n_prob = votes.groupby("checkpoint", sort=False).size()
+    steps_all = counts["step"].min()
+    fail_by = failed.groupby("checkpoint", sort=False)
+    mix_by = dict(tuple(mix.groupby("checkpoint", sort=False))) if not mix.empty else {}
+    for cs in shares:
+        ck = cs.checkpoint
+        fk = fail_by.get_group(ck)["kind"].value_counts() if ck in fail_by.groups else pd.Series()
+        m = mix_by.get(ck, mix.iloc[:0])
+        step = steps_all.get(ck)
+        summaries.append(
+            CheckpointSummary(
+                checkpoint=ck,
+                step=int(step) if step is not None and pd.notna(step) else None,
+                n_problems=int(n_prob.get(ck, 0)),
+                n_samples=int(n_samples.get(ck, 0)),
+                n_wrong=int(n_wrong.get(ck, 0)),
+                n_labelled=cs.n_labelled,
+                metrics={
+                    c: finite(metrics.loc[ck, c]) if ck in metrics.index else None
+                    for c in metrics.columns
+                },
+                error_dist=cs.shares,
+                error_dist_ci=cs.ci,
+                error_dist_corrected=corrected.get(ck) if corrected else None,
+                majority_failures=int(fk.sum()),
+                failure_kinds={kd: int(fk.get(kd, 0)) for kd in FAILURE_KINDS},
+                winner_mix=_mix(m[m["in_winner"]], types) if len(m) else {},
+                other_mix=_mix(m[~m["in_winner"]], types) if len(m) else {},
+                train_metrics=tm_by_ck.get(ck, {}),
+            )
+        )
+
+    win_ids = (
+        mix[mix["in_winner"]].groupby(PROBLEM_KEY, sort=False)["trace_id"].agg(list)
+        if not mix.empty
+        else pd.Series(dtype=object)
+    )
+    failure_records = []
+    for row in failed.to_dict("records"):
+        key = (row["checkpoint"], row["dataset"], row["problem_id"])
+        failure_records.append(
+            {
+                "checkpoint": row["checkpoint"],
+                "dataset": row["dataset"],
+                "problem_id": row["problem_id"],
+                "kind": row["kind"],
+                "n": int(row["n"]),
+                "correct_votes": int(row["correct_votes"]),
+                "top_wrong_answer": None
+                if pd.isna(row["top_wrong_answer"])
+                else str(row["top_wrong_answer"]),
+                "top_wrong_count": int(row["top_wrong_count"]),
+                "n_unanswered": int(row["n_unanswered"]),
+                "winner_type": None if pd.isna(row["winner_type"]) else str(row["winner_type"]),
+                "winner_trace_ids": list(win_ids.get(key, [])),
+            }
+        )
+
+    return LinkResult(
+        k=k,
+        ks=ks_used,
+        types=types,
+        checkpoints=summaries,
+        shifts=shifts,
+        failures=failure_records,
+        correlations=cors,
+        regression=regression,
+        transitions=transitions,
+        coverage=coverage_table(votes, checkpoints),
+        agreement=_agreement(human, lab) if human is not None else None,
+        findings=findings,
+        notes=notes,
+    )
+
+
+def _corrected(
+    wl: pd.DataFrame,
+    human: Sequence[HumanLabel] | None,
+    types: list[str],
+    notes: list[str],
+    *,
+    seed: int,
+    n_boot: int,
+) -> dict[str, dict[str, float]] | None:
+    """The confusion-corrected distribution per checkpoint (issue 4's ``corrected_distributions``,
+    least squares on the simplex), from the judge's labels of wrong traces and the human
+    consensus type (most common type per trace; ties: smaller key) with its sampling weight."""
+    if human is None:
+        return None
+    from misstep.agreement import corrected_distributions
+
+    votes: dict[str, Counter[str]] = {}
+    weight: dict[str, float] = {}
+    for h in human:
+        if h.error_type:
+            votes.setdefault(h.trace_id, Counter())[h.error_type] += 1
+            weight[h.trace_id] = h.weight
+    consensus = {
+        tid: (sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0], weight[tid])
+        for tid, c in votes.items()
+    }
+    judge = dict(zip(wl["trace_id"], wl["error_type"].astype(str), strict=True))
+    if not set(judge) & set(consensus):
+        notes.append(
+            "human labels share no trace with the judge's labels: distributions are uncorrected"
+        )
+        return None
+    cats = sorted(set(types) | {t for t, _ in consensus.values()})
+    groups = dict(zip(wl["trace_id"], wl["checkpoint"], strict=True))
+    dists = corrected_distributions(judge, consensus, cats, groups=groups, n_boot=n_boot, seed=seed)
+    notes.append(
+        "corrected distributions: the judge's confusion measured on the human-labelled traces, "
+        "inverted by least squares on the simplex"
+    )
+    return {g: dict(d.corrected) for g, d in dists.items() if d.corrected}

@@ -1,0 +1,24 @@
+"""Vote metrics per checkpoint: counts, pass@k, maj@k, answer statistics, coverage."""
+
+from misstep.metrics._counts import ProblemCounts, problem_counts
+from misstep.metrics._coverage import Coverage, coverage
+from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
+from misstep.metrics._order import order_checkpoints
+from misstep.metrics._passk import pass_at_k, pass_at_k_one
+from misstep.metrics._votes import CheckpointMetrics, problem_stats, vote_metrics
+
+__all__ = [
+    "CheckpointMetrics",
+    "Coverage",
+    "MajEstimate",
+    "MajMethod",
+    "ProblemCounts",
+    "coverage",
+    "maj_at_k_one",
+    "order_checkpoints",
+    "pass_at_k",
+    "pass_at_k_one",
+    "problem_counts",
+    "problem_stats",
+    "vote_metrics",
+]

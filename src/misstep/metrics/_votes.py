@@ -1,0 +1,287 @@
+"""Per-checkpoint vote metrics and the per-problem table they are averaged from.
+
+``vote_metrics(graded, ks)`` gives one :class:`CheckpointMetrics` per checkpoint (x dataset),
+in checkpoint order (``order_checkpoints``), datasets sorted by name:
+
+- ``pass@k`` and ``maj@k`` for each requested k (see ``_passk`` and ``_majk``), and
+  ``sc_gain@k = maj@k - pass@1``. A k larger than the sample count of some problem of a
+  checkpoint (x dataset) makes that checkpoint's pass@k / maj@k / sc_gain@k null, with a note
+  in ``notes``; a k larger than every problem's sample count is an ``OptionError``.
+- ``answer_entropy``, ``top1_share``, ``wrong_consistency``: means over the problems where
+  they are defined (see ``_answer_stats``); ``majority_failures``: the share of *all* problems
+  that are majority-vote failures.
+- outcome counts ``n_correct``, ``n_wrong``, ``n_truncated``, ``n_no_answer`` (rows).
+
+Grouping: ``by_dataset=None`` splits by dataset exactly when the table has more than one;
+``by_dataset=False`` pools all datasets of a checkpoint under the dataset name ``"all"`` (or
+the single dataset's name). No aggregate row is ever added.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from misstep.errors import OptionError
+from misstep.metrics._answer_stats import answer_stats
+from misstep.metrics._counts import ProblemCounts, problem_counts
+from misstep.metrics._majk import MIN_MC_SUBSETS, maj_at_k_signatures
+from misstep.metrics._order import order_checkpoints
+from misstep.metrics._passk import pass_at_k
+
+__all__ = ["ALL_DATASETS", "CheckpointMetrics", "problem_stats", "vote_metrics"]
+
+ALL_DATASETS = "all"
+"""Dataset name of a row that pools several datasets (``by_dataset=False``)."""
+
+PROBLEM_STATS_COLUMNS = [
+    "checkpoint",
+    "step",
+    "dataset",
+    "problem_id",
+    "n",
+    "c",
+    "n_answered",
+    "pass@1",
+    "entropy",
+    "top1_share",
+    "wrong_consistency",
+    "majority_class",
+    "majority_correct",
+    "majority_tied",
+    "majority_failure",
+    "top_wrong_class",
+    "top_wrong_count",
+    "n_wrong_answered",
+    "n_classes",
+    "n_truncated",
+    "n_no_answer",
+]
+
+
+class CheckpointMetrics(BaseModel):
+    """Vote metrics of one checkpoint (x dataset)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    checkpoint: str
+    """Checkpoint name."""
+    step: int | None = None
+    """Training step of the checkpoint, when known."""
+    dataset: str
+    """Dataset name, or ``"all"`` when several datasets are pooled."""
+    n_problems: int
+    """Problems with at least one sample at this checkpoint."""
+    n_samples: int
+    """Rows (samples) over those problems."""
+    pass_at_k: dict[int, float | None]
+    """pass@k per requested k; None where some problem has fewer than k samples."""
+    maj_at_k: dict[int, float | None]
+    """maj@k per requested k; None where some problem has fewer than k samples."""
+    maj_at_k_se: dict[int, float] = Field(default_factory=dict)
+    """Standard error of maj@k, only for the k where a Monte Carlo estimate was used."""
+    sc_gain_at_k: dict[int, float | None]
+    """maj@k - pass@1 per requested k."""
+    answer_entropy: float | None
+    """Mean answer entropy in bits over problems with an answered sample."""
+    top1_share: float | None
+    """Mean share of answered samples giving the most common answer."""
+    wrong_consistency: float | None
+    """Mean share of wrong answered samples giving the most common wrong answer."""
+    majority_failures: float
+    """Share of all problems whose full-n vote is not correct while a sample is."""
+    n_correct: int
+    """Rows with outcome ``correct``."""
+    n_wrong: int
+    """Rows with outcome ``wrong``."""
+    n_truncated: int
+    """Rows with outcome ``truncated``."""
+    n_no_answer: int
+    """Rows with outcome ``no_answer``."""
+    notes: list[str] = Field(default_factory=list)
+    """Why a value is missing (not part of ``to_json``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``misstep summary --format json`` (keys in a fixed order)."""
+        out: dict[str, Any] = {
+            "checkpoint": self.checkpoint,
+            "dataset": self.dataset,
+            "n_problems": self.n_problems,
+            "n_samples": self.n_samples,
+        }
+        for k, value in self.pass_at_k.items():
+            out[f"pass@{k}"] = value
+        for k, value in self.maj_at_k.items():
+            out[f"maj@{k}"] = value
+            if k in self.maj_at_k_se:
+                out[f"maj@{k}_se"] = self.maj_at_k_se[k]
+        for k, value in self.sc_gain_at_k.items():
+            out[f"sc_gain@{k}"] = value
+        out.update(
+            answer_entropy=self.answer_entropy,
+            top1_share=self.top1_share,
+            wrong_consistency=self.wrong_consistency,
+            majority_failures=self.majority_failures,
+            n_correct=self.n_correct,
+            n_wrong=self.n_wrong,
+            n_truncated=self.n_truncated,
+            n_no_answer=self.n_no_answer,
+        )
+        return out
+
+
+def _counts(graded: pd.DataFrame | ProblemCounts) -> ProblemCounts:
+    return graded if isinstance(graded, ProblemCounts) else problem_counts(graded)
+
+
+def problem_stats(graded: pd.DataFrame | ProblemCounts) -> pd.DataFrame:
+    """One row per (checkpoint, dataset, problem_id) with the columns ``PROBLEM_STATS_COLUMNS``
+    (see ``_answer_stats`` for their definitions); ``pass@1`` = c / n."""
+    counts = _counts(graded)
+    problems = counts.problems
+    stats = answer_stats(counts)
+    table = pd.concat([problems.reset_index(drop=True), stats], axis=1)
+    table["pass@1"] = problems["c"].to_numpy() / problems["n"].to_numpy()
+    return table[PROBLEM_STATS_COLUMNS]
+
+
+def _check_ks(ks: Iterable[int], max_n: int) -> list[int]:
+    wanted = sorted({int(k) for k in ks})
+    if not wanted:
+        raise OptionError(option="--k", value=[], allowed="at least one k >= 1")
+    if wanted[0] < 1:
+        raise OptionError(option="--k", value=wanted[0], allowed="every k must be >= 1")
+    if max_n and wanted[-1] > max_n:
+        raise OptionError(
+            option="--k",
+            value=wanted[-1],
+            allowed=f"k <= {max_n}, the most samples any problem has",
+            hint="pass smaller values, e.g. --k 1,4",
+        )
+    return wanted
+
+
+def _mean(values: np.ndarray) -> float | None:
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else None
+
+
+def vote_metrics(
+    graded: pd.DataFrame | ProblemCounts,
+    ks: Iterable[int],
+    *,
+    by_dataset: bool | None = None,
+    seed: int = 0,
+    mc_subsets: int = MIN_MC_SUBSETS,
+) -> list[CheckpointMetrics]:
+    """Vote metrics per checkpoint (x dataset), in checkpoint order (see module docstring)."""
+    counts = _counts(graded)
+    problems = counts.problems
+    if problems.empty:
+        return []
+    n = problems["n"].to_numpy(np.int64)
+    c = problems["c"].to_numpy(np.int64)
+    wanted = _check_ks(ks, int(n.max()))
+    stats = answer_stats(counts)
+    unique, inverse = counts.signatures()
+
+    pass1 = pass_at_k(n, c, 1)
+    per_k: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+    for k in wanted:
+        values, errors, monte_carlo = maj_at_k_signatures(
+            unique, k, seed=seed, mc_subsets=mc_subsets
+        )
+        per_k[k] = (pass_at_k(n, c, k), values[inverse], errors[inverse], monte_carlo[inverse])
+
+    datasets = sorted(problems["dataset"].unique())
+    split = len(datasets) > 1 if by_dataset is None else by_dataset
+    order = order_checkpoints(problems)
+    steps = problems.groupby("checkpoint")["step"].min()
+    group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
+    rows = problems.groupby(group_keys, sort=False).indices
+
+    out: list[CheckpointMetrics] = []
+    for checkpoint in order:
+        for dataset in datasets if split else [None]:
+            found = rows.get((checkpoint, dataset) if split else checkpoint)
+            if found is None:
+                continue
+            index = np.asarray(found, dtype=np.int64)
+            out.append(
+                _one_group(
+                    checkpoint,
+                    dataset if dataset is not None else _pooled_name(datasets),
+                    steps.get(checkpoint),
+                    index,
+                    problems,
+                    stats,
+                    pass1,
+                    per_k,
+                )
+            )
+    return out
+
+
+def _pooled_name(datasets: list[str]) -> str:
+    return datasets[0] if len(datasets) == 1 else ALL_DATASETS
+
+
+def _one_group(
+    checkpoint: str,
+    dataset: str,
+    step: Any,
+    index: np.ndarray,
+    problems: pd.DataFrame,
+    stats: pd.DataFrame,
+    pass1: np.ndarray,
+    per_k: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+) -> CheckpointMetrics:
+    sub = problems.iloc[index]
+    min_n = int(sub["n"].min())
+    base = float(pass1[index].mean())
+    pass_k: dict[int, float | None] = {}
+    maj_k: dict[int, float | None] = {}
+    maj_se: dict[int, float] = {}
+    gain: dict[int, float | None] = {}
+    notes: list[str] = []
+    for k, (passes, values, errors, monte_carlo) in per_k.items():
+        if k > min_n:
+            pass_k[k] = maj_k[k] = gain[k] = None
+            notes.append(
+                f"{checkpoint}/{dataset}: pass@{k} and maj@{k} left out, "
+                f"a problem has only {min_n} samples"
+            )
+            continue
+        pass_k[k] = float(passes[index].mean())
+        maj = float(values[index].mean())
+        maj_k[k] = maj
+        gain[k] = maj - base
+        if monte_carlo[index].any():
+            # Problems are independent estimates: the mean's variance is sum(se^2) / P^2.
+            maj_se[k] = math.sqrt(float(np.sum(errors[index] ** 2))) / len(index)
+    stat = stats.iloc[index]
+    return CheckpointMetrics(
+        checkpoint=checkpoint,
+        step=None if step is None or pd.isna(step) else int(step),
+        dataset=dataset,
+        n_problems=len(index),
+        n_samples=int(sub["n"].sum()),
+        pass_at_k=pass_k,
+        maj_at_k=maj_k,
+        maj_at_k_se=maj_se,
+        sc_gain_at_k=gain,
+        answer_entropy=_mean(stat["entropy"].to_numpy(float)),
+        top1_share=_mean(stat["top1_share"].to_numpy(float)),
+        wrong_consistency=_mean(stat["wrong_consistency"].to_numpy(float)),
+        majority_failures=float(stat["majority_failure"].to_numpy(bool).mean()),
+        n_correct=int(sub["n_correct"].sum()),
+        n_wrong=int(sub["n_wrong"].sum()),
+        n_truncated=int(sub["n_truncated"].sum()),
+        n_no_answer=int(sub["n_no_answer"].sum()),
+        notes=notes,
+    )

@@ -1,0 +1,299 @@
+"""The self-contained HTML report of a link analysis.
+
+One file, viewable with no network: CSS and JS inline, figures as base64 PNG made by matplotlib
+(Agg backend; PNG rather than SVG so that no data-derived text is ever parsed as markup). The
+Jinja2 template is rendered with autoescape on. Trace text is untrusted: it travels only inside
+a ``<script type="application/json">`` block whose ``<``, ``>``, ``&``, U+2028 and U+2029 are
+written as ``\\u003c``-style escapes, and the page's script renders it with ``textContent``
+(evidence highlighted by splitting text nodes), never ``innerHTML``.
+
+The failure browser embeds at most ``MAX_FAILURES`` failures (the latest checkpoints first) and
+at most ``MAX_TRACES`` labelled traces of each failure's winning wrong class.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from misstep.errors import InputFormatError
+from misstep.labels import StoredLabel
+from misstep.link._link import LinkResult
+from misstep.prompts import split_steps
+from misstep.rollouts import Trace
+
+__all__ = ["MAX_FAILURES", "MAX_TRACES", "render_report", "report_trace_ids", "write_report"]
+
+MAX_FAILURES = 300
+MAX_TRACES = 4
+_PALETTE = [
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+]
+
+
+def json_for_script(data: Any) -> Markup:
+    """JSON safe to place inside ``<script type="application/json">``."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+    for ch, esc in (
+        ("&", "\\u0026"),
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(ch, esc)
+    return Markup(text)
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _ticks(ax: Any, names: list[str]) -> None:
+    step = max(1, len(names) // 20)
+    ax.set_xticks(range(0, len(names), step))
+    ax.set_xticklabels(names[::step], rotation=45, ha="right", fontsize=8)
+
+
+def _fig_metrics(result: LinkResult) -> str:
+    names = [c.checkpoint for c in result.checkpoints]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.6))
+    x = np.arange(len(names))
+    for key in ["pass@1"] + [f"maj@{k}" for k in result.ks if k > 1]:
+        a1.plot(
+            x,
+            [c.metrics.get(key) or np.nan for c in result.checkpoints],
+            marker="o",
+            ms=3,
+            label=key,
+        )
+    a1.set_title("accuracy per checkpoint")
+    a1.legend(fontsize=8)
+    for k in result.ks:
+        if k > 1:
+            a2.plot(
+                x,
+                [c.metrics.get(f"sc_gain@{k}") or np.nan for c in result.checkpoints],
+                marker="o",
+                ms=3,
+                label=f"sc_gain@{k}",
+            )
+    a2.axhline(0, color="#888", lw=0.8)
+    a2.set_title("self-consistency gain (maj@k - pass@1)")
+    a2.legend(fontsize=8)
+    for ax in (a1, a2):
+        _ticks(ax, names)
+        ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def _fig_errors(result: LinkResult) -> str:
+    names = [c.checkpoint for c in result.checkpoints]
+    fig, ax = plt.subplots(figsize=(11, 3.8))
+    x = np.arange(len(names))
+    bottom = np.zeros(len(names))
+    for i, t in enumerate(result.types):
+        share = np.array([c.error_dist.get(t, 0.0) for c in result.checkpoints])
+        lo = np.array(
+            [
+                c.error_dist_ci.get(t, (s, s))[0]
+                for c, s in zip(result.checkpoints, share, strict=True)
+            ]
+        )
+        hi = np.array(
+            [
+                c.error_dist_ci.get(t, (s, s))[1]
+                for c, s in zip(result.checkpoints, share, strict=True)
+            ]
+        )
+        color = _PALETTE[i % len(_PALETTE)]
+        ax.bar(x, share, bottom=bottom, color=color, label=t, width=0.8)
+        top = bottom + share
+        ax.errorbar(
+            x,
+            top,
+            yerr=[np.maximum(share - lo, 0), np.maximum(hi - share, 0)],
+            fmt="none",
+            ecolor="#333",
+            elinewidth=0.7,
+            capsize=1.5,
+        )
+        bottom = top
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("share of labelled wrong traces")
+    ax.set_title("error-type distribution per checkpoint (bars: 95% interval of each share)")
+    ax.legend(
+        fontsize=8,
+        ncol=min(6, max(1, len(result.types))),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.25),
+    )
+    _ticks(ax, names)
+    return _png(fig)
+
+
+def _fig_coverage(result: LinkResult) -> str:
+    cov = result.coverage
+    names = list(cov["checkpoints"])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
+    im = a1.imshow(np.array(cov["jaccard"], dtype=float), vmin=0, vmax=1, cmap="viridis")
+    a1.set_title("Jaccard of solved-problem sets")
+    step = max(1, len(names) // 15)
+    a1.set_xticks(range(0, len(names), step))
+    a1.set_xticklabels(names[::step], rotation=90, fontsize=7)
+    a1.set_yticks(range(0, len(names), step))
+    a1.set_yticklabels(names[::step], fontsize=7)
+    fig.colorbar(im, ax=a1, fraction=0.046)
+    x = np.arange(len(names))
+    for key in ("retention", "acquisition", "forgetting"):
+        a2.plot(x, [np.nan if v is None else v for v in cov[key]], marker="o", ms=3, label=key)
+    a2.set_title("between consecutive checkpoints")
+    a2.legend(fontsize=8)
+    a2.grid(alpha=0.3)
+    _ticks(a2, names)
+    return _png(fig)
+
+
+def _fig_confusion(agreement: Mapping[str, Any]) -> str:
+    cats = list(agreement["labels"])
+    m = np.array(agreement["confusion"], dtype=float)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.6 * len(cats), 1 + 0.6 * len(cats)))
+    ax.imshow(m, cmap="Blues")
+    for i in range(len(cats)):
+        for j in range(len(cats)):
+            ax.text(j, i, str(int(m[i, j])), ha="center", va="center", fontsize=8)
+    ax.set_xticks(range(len(cats)))
+    ax.set_xticklabels(cats, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(cats)))
+    ax.set_yticklabels(cats, fontsize=8)
+    ax.set_xlabel("judge")
+    ax.set_ylabel("human")
+    return _png(fig)
+
+
+def _shown_failures(result: LinkResult) -> list[dict[str, Any]]:
+    order = {c.checkpoint: i for i, c in enumerate(result.checkpoints)}
+    return sorted(
+        result.failures,
+        key=lambda f: (-order.get(f["checkpoint"], 0), f["dataset"], f["problem_id"]),
+    )[:MAX_FAILURES]
+
+
+def report_trace_ids(result: LinkResult) -> set[str]:
+    """The trace ids whose text the report's failure browser shows, so that a caller can
+    stream the traces file once more and keep only these instead of every trace."""
+    return {t for f in _shown_failures(result) for t in f["winner_trace_ids"][:MAX_TRACES]}
+
+
+def _failure_data(
+    result: LinkResult,
+    traces: Mapping[str, Trace],
+    labels: Mapping[str, StoredLabel] | pd.DataFrame | None,
+) -> list[dict[str, Any]]:
+    fails = _shown_failures(result)
+    lab: dict[str, dict[str, Any]] = {}
+    wanted = {t for f in fails for t in f["winner_trace_ids"][:MAX_TRACES]}
+    if isinstance(labels, pd.DataFrame):
+        sub = labels[labels["trace_id"].isin(wanted)]
+        for row in sub.to_dict("records"):
+            lab[str(row["trace_id"])] = {str(k): v for k, v in row.items()}
+    elif labels is not None:
+        for tid in wanted:
+            if tid in labels:
+                lab[tid] = labels[tid].model_dump()
+    out = []
+    for f in fails:
+        items = []
+        for tid in f["winner_trace_ids"][:MAX_TRACES]:
+            tr = traces.get(tid)
+            lb = lab.get(tid, {})
+            step = lb.get("first_error_step")
+            items.append(
+                {
+                    "trace_id": tid,
+                    "error_type": lb.get("error_type"),
+                    "first_error_step": None if step is None or pd.isna(step) else int(step),
+                    "evidence": lb.get("evidence") if isinstance(lb.get("evidence"), str) else None,
+                    "explanation": lb.get("explanation")
+                    if isinstance(lb.get("explanation"), str)
+                    else None,
+                    "steps": split_steps(tr) if tr is not None else None,
+                }
+            )
+        out.append({**{k: v for k, v in f.items() if k != "winner_trace_ids"}, "traces": items})
+    return out
+
+
+def render_report(
+    result: LinkResult,
+    *,
+    traces: Mapping[str, Trace] | None = None,
+    labels: Mapping[str, StoredLabel] | pd.DataFrame | None = None,
+    title: str = "misstep: why majority voting failed",
+) -> str:
+    """The report as one HTML string. ``traces`` (trace id to Trace) and ``labels`` supply the
+    text, evidence and explanations of the failures shown in the browser; without them the
+    browser lists the failures and their trace ids only."""
+    env = Environment(
+        loader=PackageLoader("misstep.report", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    figures = {
+        "metrics": _fig_metrics(result),
+        "errors": _fig_errors(result),
+        "coverage": _fig_coverage(result),
+    }
+    if result.agreement and result.agreement.get("n"):
+        figures["confusion"] = _fig_confusion(result.agreement)
+    failures = _failure_data(result, traces or {}, labels)
+    metric_keys = ["pass@1"] + [f"{p}@{k}" for k in result.ks if k > 1 for p in ("maj", "sc_gain")]
+    return env.get_template("report.html.j2").render(
+        title=title,
+        r=result,
+        figures=figures,
+        metric_keys=metric_keys,
+        failures_json=json_for_script(failures),
+        n_failures_total=len(result.failures),
+        n_failures_shown=len(failures),
+    )
+
+
+def write_report(path: str | Path, result: LinkResult, **kwargs: Any) -> Path:
+    """Render the report and write it to ``path`` (UTF-8). Returns the path."""
+    p = Path(path)
+    html = render_report(result, **kwargs)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(html, encoding="utf-8")
+        tmp.replace(p)
+    except OSError as exc:
+        raise InputFormatError(path=p, reason=f"cannot write the report: {exc.strerror}") from None
+    return p

@@ -1,0 +1,229 @@
+"""Stratified samples, annotation tasks (JSONL, CSV, Label Studio) and reading answers back."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from misstep.agreement import (
+    allocate,
+    labelstudio_config,
+    read_annotations,
+    stratified_sample,
+    write_task,
+)
+from misstep.errors import InvalidRecordError, OptionError
+from misstep.labels import LabelStatus, StoredLabel
+from misstep.rollouts import Trace
+
+KEYS = ["arithmetic", "misread", "theorem_misuse", "broken_derivation", "other"]
+
+
+def _data() -> tuple[list[Trace], dict[str, StoredLabel]]:
+    traces: list[Trace] = []
+    labels: dict[str, StoredLabel] = {}
+    # step_1: 30 arithmetic + 10 other; step_2: 20 misread; plus 5 skipped that never count.
+    plan = [("step_1", "arithmetic", 30), ("step_1", "other", 10), ("step_2", "misread", 20)]
+    for checkpoint, error_type, count in plan:
+        for i in range(count):
+            t = Trace(
+                problem_id=f"p{i}",
+                response=f"First 2+2=4.\n\nThen 4*3=13.\n\nSo \\boxed{{{i}}}",
+                checkpoint=checkpoint,
+                sample_idx=KEYS.index(error_type),
+                problem="What?",
+            )
+            traces.append(t)
+            labels[t.trace_id] = StoredLabel(
+                trace_id=t.trace_id,
+                judge="rules-abc",
+                status=LabelStatus.OK,
+                error_type=error_type,
+                first_error_step=1,
+            )
+    for i in range(5):
+        t = Trace(problem_id=f"s{i}", response="...", checkpoint="step_1")
+        traces.append(t)
+        labels[t.trace_id] = StoredLabel(
+            trace_id=t.trace_id, judge="rules-abc", status=LabelStatus.SKIPPED
+        )
+    return traces, labels
+
+
+def test_allocation_by_hand() -> None:
+    # proportional, sizes 30/10/20, n 12: exact 6, 2, 4
+    assert allocate([30, 10, 20], 12, "proportional") == [6, 2, 4]
+    # n 10: exact 5, 1.667, 3.333 -> floors 5, 1, 3 (9); largest remainder .667 -> 5, 2, 3
+    assert allocate([30, 10, 20], 10, "proportional") == [5, 2, 3]
+    # equal, n 12 over 3 strata: 4 each
+    assert allocate([30, 10, 20], 12, "equal") == [4, 4, 4]
+    # equal, a small stratum (2) gives its leftover to the others: 2, then 5 and 5
+    assert allocate([30, 2, 20], 12, "equal") == [5, 2, 5]
+    assert allocate([3, 2], 10, "equal") == [3, 2]  # fewer than asked: everything
+
+
+def test_stratified_sample_weights_and_determinism() -> None:
+    traces, labels = _data()
+    rows = stratified_sample(traces, labels, n=12, seed=4)
+    counts = Counter(r.stratum for r in rows)
+    assert counts == {
+        "checkpoint=step_1|error_type=arithmetic": 6,
+        "checkpoint=step_1|error_type=other": 2,
+        "checkpoint=step_2|error_type=misread": 4,
+    }
+    weights = {r.stratum: r.weight for r in rows}
+    # N_h / n_h: 30/6 = 5, 10/2 = 5, 20/4 = 5 under proportional allocation
+    assert set(weights.values()) == {5.0}
+    # The weights add up to the population of ok-labelled traces (60).
+    assert sum(r.weight for r in rows) == pytest.approx(60)
+    again = stratified_sample(list(reversed(traces)), labels, n=12, seed=4)
+    assert [r.trace_id for r in again] == [r.trace_id for r in rows]
+    other = stratified_sample(traces, labels, n=12, seed=5)
+    assert [r.trace_id for r in other] != [r.trace_id for r in rows]
+    equal = stratified_sample(traces, labels, n=12, allocation="equal", stratify=["checkpoint"])
+    # 2 strata, 6 each: weights 40/6 and 20/6
+    assert {r.stratum: r.weight for r in equal} == pytest.approx(
+        {"checkpoint=step_1": 40 / 6, "checkpoint=step_2": 20 / 6}
+    )
+    row = rows[0]
+    assert row.steps.splitlines()[1] == "[1] Then 4*3=13."
+    assert row.final_answer.isdigit()
+    with pytest.raises(OptionError, match="--stratify"):
+        stratified_sample(traces, labels, n=3, stratify=["model"])
+
+
+def _fill(path: Path, rows: list[dict[str, object]]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+
+
+def test_jsonl_task_is_blind_and_reads_back(tmp_path: Path) -> None:
+    traces, labels = _data()
+    rows = stratified_sample(traces, labels, n=6, seed=0)
+    out = tmp_path / "task.jsonl"
+    written = write_task(rows, out, fmt="jsonl", categories=KEYS)
+    assert written == [out, tmp_path / "task.judge.jsonl"]
+    task = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(task) == 6
+    assert "judge_error_type" not in task[0] and "judge" not in task[0]
+    assert task[0]["error_type"] == "" and task[0]["annotator"] == ""
+    side = [json.loads(line) for line in written[1].read_text().splitlines()]
+    assert side[0]["trace_id"] == task[0]["trace_id"] and side[0]["error_type"]
+    # A person fills in three rows (one "no error") and leaves the rest.
+    task[0].update(error_type="arithmetic", first_error_step=1, annotator="ann")
+    task[1].update(error_type="no_error", annotator="ann")
+    task[2].update(error_type="misread", first_error_step="0", annotator="ann")
+    _fill(out, task)
+    got = read_annotations(out, keys=KEYS)
+    assert [g.trace_id for g in got] == [t["trace_id"] for t in task[:3]]
+    assert (got[0].error_type, got[0].first_error_step, got[0].has_error) == ("arithmetic", 1, True)
+    assert (got[1].error_type, got[1].has_error) == (None, False)
+    assert got[2].first_error_step == 0
+    assert got[0].weight == task[0]["weight"]
+
+
+def test_bad_rows_name_file_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    _fill(
+        path,
+        [
+            {"trace_id": "t1", "annotator": "a", "error_type": "arithmetic"},
+            {"trace_id": "t2", "annotator": "a", "error_type": "typo"},
+        ],
+    )
+    with pytest.raises(InvalidRecordError) as info:
+        read_annotations(path, keys=KEYS)
+    assert (info.value.line, info.value.field) == (2, "error_type")
+    _fill(path, [{"trace_id": "t1", "annotator": "", "error_type": "arithmetic"}])
+    with pytest.raises(InvalidRecordError, match="annotator"):
+        read_annotations(path, keys=KEYS)
+    _fill(path, [{"trace_id": "t1", "annotator": "a", "first_error_step": -1}])
+    with pytest.raises(InvalidRecordError, match="first_error_step"):
+        read_annotations(path)
+
+
+def test_csv_task_round_trip(tmp_path: Path) -> None:
+    traces, labels = _data()
+    rows = stratified_sample(traces, labels, n=4, seed=1)
+    out = tmp_path / "task.csv"
+    write_task(rows, out, fmt="csv", categories=KEYS)
+    with out.open(encoding="utf-8", newline="") as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == 4 and table[0]["error_type"] == ""
+    table[3].update(error_type="other", annotator="bob", first_error_step="2")
+    with out.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(table[0]))
+        writer.writeheader()
+        writer.writerows(table)
+    (got,) = read_annotations(out, keys=KEYS)
+    assert (got.trace_id, got.annotator, got.error_type, got.first_error_step) == (
+        table[3]["trace_id"],
+        "bob",
+        "other",
+        2,
+    )
+
+
+def test_labelstudio_task_config_and_export(tmp_path: Path) -> None:
+    traces, labels = _data()
+    rows = stratified_sample(traces, labels, n=3, seed=2)
+    out = tmp_path / "ls.json"
+    written = write_task(rows, out, fmt="labelstudio", categories=KEYS)
+    assert written[1] == tmp_path / "ls.labelstudio.xml"
+    tasks = json.loads(out.read_text())
+    assert set(tasks[0]) == {"data"} and "judge_error_type" not in tasks[0]["data"]
+    config = written[1].read_text()
+    for key in [*KEYS, "no_error"]:
+        assert f'<Choice value="{key}"/>' in config
+    assert '<Number name="first_error_step"' in config and "$steps" in config
+    assert config == labelstudio_config(KEYS)
+    # A Label Studio JSON export: two annotators on task 0, one cancelled, task 1 unlabelled.
+    export = [
+        {
+            "id": 1,
+            "data": tasks[0]["data"],
+            "annotations": [
+                {
+                    "completed_by": 7,
+                    "result": [
+                        {
+                            "from_name": "error_type",
+                            "type": "choices",
+                            "value": {"choices": ["arithmetic"]},
+                        },
+                        {"from_name": "first_error_step", "type": "number", "value": {"number": 1}},
+                    ],
+                },
+                {
+                    "completed_by": {"id": 9, "email": "x@y.org"},
+                    "result": [
+                        {
+                            "from_name": "error_type",
+                            "type": "choices",
+                            "value": {"choices": ["no_error"]},
+                        }
+                    ],
+                },
+                {"completed_by": 3, "was_cancelled": True, "result": []},
+            ],
+        },
+        {"id": 2, "data": tasks[1]["data"], "annotations": []},
+    ]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export))
+    got = read_annotations(path, keys=KEYS)
+    assert [(g.annotator, g.error_type, g.first_error_step, g.has_error) for g in got] == [
+        ("labelstudio:7", "arithmetic", 1, True),
+        ("labelstudio:x@y.org", None, None, False),
+    ]
+    assert got[0].trace_id == tasks[0]["data"]["trace_id"]
+    export[0]["annotations"][0]["result"][0]["value"] = {"choices": ["nope"]}
+    path.write_text(json.dumps(export))
+    with pytest.raises(InvalidRecordError) as info:
+        read_annotations(path, keys=KEYS)
+    assert info.value.line == 1 and info.value.field == "error_type"
