@@ -13,6 +13,7 @@ Hierarchy::
     │   ├── InputFormatError          a file or directory misstep cannot read as asked
     │   ├── TaxonomyError             a taxonomy file that is not a valid taxonomy
     │   └── OptionError               a command-line option or config value out of range
+    ├── OutputError                   a file or directory misstep cannot write (exit status 2)
     ├── LabelStoreError               labels.jsonl / manifest.json that cannot be used
     ├── JudgeError                    the judge could not produce a label
     │   ├── JudgeUnavailableError     the server is unreachable or not OpenAI-compatible
@@ -38,6 +39,7 @@ __all__ = [
     "LabelStoreError",
     "MisstepError",
     "OptionError",
+    "OutputError",
     "TaxonomyError",
 ]
 
@@ -125,6 +127,20 @@ class OptionError(InputError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{option}={_short(value)} is not allowed: {allowed}", hint=hint)
+
+
+class OutputError(MisstepError):
+    """A file or directory misstep was asked to write and cannot (exit status 2)."""
+
+    exit_code = 2
+
+    def __init__(self, *, path: str | Path, reason: str, hint: str | None = None) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(
+            f"{self.path}: {reason}",
+            hint=hint or "choose a path in a directory you can write to",
+        )
 
 
 class LabelStoreError(MisstepError):

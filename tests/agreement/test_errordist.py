@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from misstep.agreement import error_distributions, human_consensus, plot_confusion
-from misstep.labels import HumanLabel, LabelStatus, StoredLabel
+from misstep.agreement import error_distributions, plot_confusion
+from misstep.labels import HumanLabel, LabelStatus, StoredLabel, human_consensus
 
 CATS = ["arithmetic", "other"]
 
@@ -55,7 +55,7 @@ def test_corrected_with_human_labels_and_plot(tmp_path: Path) -> None:
         HumanLabel(trace_id="t2", annotator="a", error_type="other"),
         HumanLabel(trace_id="t5", annotator="a", error_type="other", weight=2.0),
     ]
-    assert human_consensus(human) == {
+    assert dict(human_consensus(human).items()) == {
         "t1": ("arithmetic", 1.0),
         "t2": ("other", 1.0),
         "t5": ("other", 2.0),

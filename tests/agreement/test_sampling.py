@@ -107,7 +107,7 @@ def test_jsonl_task_is_blind_and_reads_back(tmp_path: Path) -> None:
     rows = stratified_sample(traces, labels, n=6, seed=0)
     out = tmp_path / "task.jsonl"
     written = write_task(rows, out, fmt="jsonl", categories=KEYS)
-    assert written == [out, tmp_path / "task.judge.jsonl"]
+    assert written == [out, tmp_path / "task.jsonl.judge.jsonl"]
     task = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(task) == 6
     assert "judge_error_type" not in task[0] and "judge" not in task[0]
@@ -174,7 +174,7 @@ def test_labelstudio_task_config_and_export(tmp_path: Path) -> None:
     rows = stratified_sample(traces, labels, n=3, seed=2)
     out = tmp_path / "ls.json"
     written = write_task(rows, out, fmt="labelstudio", categories=KEYS)
-    assert written[1] == tmp_path / "ls.labelstudio.xml"
+    assert written[1] == tmp_path / "ls.json.labelstudio.xml"
     tasks = json.loads(out.read_text())
     assert set(tasks[0]) == {"data"} and "judge_error_type" not in tasks[0]["data"]
     config = written[1].read_text()

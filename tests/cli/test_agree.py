@@ -152,7 +152,7 @@ def test_sample_and_import_round_trip(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "proportional allocation" in result.stderr
-    assert out.exists() and (tmp_path / "task.judge.jsonl").exists()
+    assert out.exists() and (tmp_path / "task.csv.judge.jsonl").exists()
     ls = tmp_path / "ls.json"
     result = runner.invoke(
         app,
@@ -172,7 +172,7 @@ def test_sample_and_import_round_trip(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "ls.labelstudio.xml").exists()
+    assert (tmp_path / "ls.json.labelstudio.xml").exists()
     tasks = json.loads(ls.read_text())
     export = [
         {

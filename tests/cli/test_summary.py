@@ -57,7 +57,8 @@ def test_summary_json_by_hand(tmp_path: Path) -> None:
     # maj@4: p1 ties 1/2 (0.5 and \frac{1}{2} are one vote) vs 3; p2 wins -> (0.5 + 1) / 2
     assert first["maj@4"] == pytest.approx(0.75)
     assert first["sc_gain@4"] == pytest.approx(0.125)
-    assert first["majority_failures"] == pytest.approx(0.5)
+    assert first["majority_failures"] == 1  # p1's tie, 1 of 2 problems
+    assert first["majority_failure_rate"] == pytest.approx(0.5)
     assert (first["n_correct"], first["n_wrong"], first["n_truncated"]) == (5, 2, 1)
     assert rows[1]["pass@1"] == 1.0 and rows[1]["maj@4"] == 1.0
 

@@ -34,7 +34,8 @@ def test_hand_worked_first_checkpoint() -> None:
     assert first["maj@4"] == pytest.approx(0.25)  # p1 full tie 1/2; p2 0
     assert first["sc_gain@4"] == pytest.approx(0.0)
     # p1 is a failure (tie), p2 is not (no correct sample): 1 of 2 problems
-    assert first["majority_failures"] == pytest.approx(0.5)
+    assert first["majority_failures"] == 1
+    assert first["majority_failure_rate"] == pytest.approx(0.5)
     # H(p1) = 1 bit; H(p2) over answered B B C = 0.9183 bits; mean 0.95915
     assert first["answer_entropy"] == pytest.approx(0.959148, abs=1e-6)
     assert (first["n_correct"], first["n_wrong"], first["n_truncated"]) == (2, 5, 1)
@@ -55,7 +56,8 @@ def test_json_keys_exactly() -> None:
     expected = ["checkpoint", "dataset", "n_problems", "n_samples"]
     expected += [f"pass@{k}" for k in (1, 2, 4)] + [f"maj@{k}" for k in (1, 2, 4)]
     expected += [f"sc_gain@{k}" for k in (1, 2, 4)]
-    expected += ["answer_entropy", "top1_share", "wrong_consistency", "majority_failures"]
+    expected += ["answer_entropy", "top1_share", "wrong_consistency"]
+    expected += ["majority_failures", "majority_failure_rate"]
     expected += ["n_correct", "n_wrong", "n_truncated", "n_no_answer"]
     assert list(first) == expected
 

@@ -20,12 +20,14 @@ from misstep.agreement._correction import (
     correct_distribution,
     corrected_distributions,
     estimate_confusion,
+    identified_categories,
     simplex_lstsq,
 )
 from misstep.agreement._errordist import (
+    ALL_DATASETS,
     ErrorDistribution,
     error_distributions,
-    human_consensus,
+    ok_types,
     plot_confusion,
 )
 from misstep.agreement._fleiss import fleiss_kappa_of
@@ -48,6 +50,7 @@ from misstep.agreement._sampling import (
 from misstep.agreement._steps import StepScores, step_scores
 
 __all__ = [
+    "ALL_DATASETS",
     "NO_ERROR_CHOICE",
     "STRATA_FIELDS",
     "AgreementReport",
@@ -73,13 +76,14 @@ __all__ = [
     "error_distributions",
     "estimate_confusion",
     "fleiss_kappa_of",
-    "human_consensus",
     "human_raters",
+    "identified_categories",
     "item_coincidences",
     "judge_raters",
     "kappa_from_confusions",
     "krippendorff_alpha",
     "labelstudio_config",
+    "ok_types",
     "per_category_scores",
     "percentile_ci",
     "plot_confusion",

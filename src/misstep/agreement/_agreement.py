@@ -107,7 +107,10 @@ class OverallAgreement(BaseModel):
     krippendorff_alpha_ci: CI
     """Bootstrap 95% interval of alpha (items resampled)."""
     fleiss_kappa: float | None
-    """Fleiss' kappa when every item has the same number of ratings, else None."""
+    """Fleiss' kappa over the items that every rater typed (``fleiss_items``); None when
+    fewer than two raters share any item."""
+    fleiss_items: int = 0
+    """Items typed by every rater: the ones Fleiss' kappa is computed on."""
 
 
 class CategoryRow(BaseModel):
@@ -309,13 +312,15 @@ def _overall(
             n_boot, *per_item.shape[1:]
         )
         alpha_ci = _ci(alpha_from_coincidences(boot), level)
-    rows = [[typed[r][t] for r in raters if t in typed[r]] for t in items]
+    # Fleiss' kappa needs the same raters on every item: the items all of them typed.
+    rows = [[typed[r][t] for r in raters] for t in items if all(t in typed[r] for r in raters)]
     return OverallAgreement(
         raters=raters,
         n_items=int(pairable.sum()),
         krippendorff_alpha=krippendorff_alpha(matrix),
         krippendorff_alpha_ci=alpha_ci,
         fleiss_kappa=fleiss_kappa_of(rows),
+        fleiss_items=len(rows),
     )
 
 
@@ -431,7 +436,8 @@ def _report(
     steps: list[StepAgreement] = []
     for a, b in combinations(names, 2):
         pair, d = _pair(a, b, typed[a], typed[b], n_boot, seed, cats, level)
-        pairs.append(pair)
+        if pair.n:  # a pair with no shared item says nothing: left out
+            pairs.append(pair)
         if with_disagreements:
             diffs.extend(d)
         # The human side is the reference for step accuracies when one side is a judge.

@@ -2,36 +2,18 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from misstep.labels import majority_labels
+
 __all__ = ["CategoryScores", "confusion_counts", "consensus", "per_category_scores"]
 
 
-def consensus(
-    labels: Mapping[str, Mapping[str, str]],
-) -> tuple[dict[str, str], list[str]]:
-    """Majority label per item over the given raters ({rater: {item: label}}).
-
-    Returns (consensus, tied): an item whose most frequent labels tie has no consensus and is
-    listed in ``tied`` instead; consensus-based metrics leave it out and say how many.
-    """
-    per_item: dict[str, Counter[str]] = {}
-    for ratings in labels.values():
-        for item, label in ratings.items():
-            per_item.setdefault(item, Counter())[label] += 1
-    agreed: dict[str, str] = {}
-    tied: list[str] = []
-    for item in sorted(per_item):
-        top = per_item[item].most_common()
-        if len(top) > 1 and top[0][1] == top[1][1]:
-            tied.append(item)
-        else:
-            agreed[item] = top[0][0]
-    return agreed, tied
+consensus = majority_labels
+"""Majority label per item over raters; ties have no consensus (``misstep.labels``)."""
 
 
 def confusion_counts(

@@ -34,6 +34,7 @@ __all__ = [
     "correct_distribution",
     "corrected_distributions",
     "estimate_confusion",
+    "identified_categories",
     "simplex_lstsq",
 ]
 
@@ -147,10 +148,15 @@ class CorrectedDistribution(BaseModel):
     """Share per type as the judge gives it."""
     raw_ci: dict[str, tuple[float, float] | None]
     """Bootstrap 95% interval of ``raw``."""
-    corrected: dict[str, float] = Field(default_factory=dict)
-    """Share per type corrected for the judge's confusion (empty without human labels)."""
+    corrected: dict[str, float | None] = Field(default_factory=dict)
+    """Share per type corrected for the judge's confusion (empty without human labels); None
+    for a type the confusion matrix does not identify (see ``not_identified``)."""
     corrected_ci: dict[str, tuple[float, float] | None] = Field(default_factory=dict)
     """Bootstrap 95% interval of ``corrected``, including the confusion's uncertainty."""
+    not_identified: list[str] = Field(default_factory=list)
+    """Types whose corrected share the human-labelled items cannot identify: no person gave
+    the type, or the judge's answers for it can be mixed from other types' (the judge never
+    uses the categories that would tell them apart)."""
     method: str = "lstsq-simplex"
     """The estimator (see the module docstring)."""
 
@@ -166,6 +172,42 @@ def _cis(
     boot: Array, categories: Sequence[str], level: float
 ) -> dict[str, tuple[float, float] | None]:
     return {c: percentile_ci(boot[:, i], level) for i, c in enumerate(categories)}
+
+
+def identified_categories(
+    human: Sequence[str],
+    judge: Sequence[str],
+    categories: Sequence[str],
+    *,
+    weights: Sequence[float] | Array | None = None,
+) -> list[bool]:
+    """Per category: is its corrected share identified by these human-labelled items?
+
+    The judge's distribution is q = M^T p. Rows of M that no person used are unknown, so those
+    types are not identified. Among the rest, p_t is identified exactly when every vector of
+    the null space of M^T (the directions along which p can move without changing q) is zero
+    in coordinate t. M here is the unsmoothed estimate: smoothing would make any M invertible
+    and hide the problem (a rules judge that says only two types cannot tell five apart)."""
+    cats = list(categories)
+    index = {c: i for i, c in enumerate(cats)}
+    k = len(cats)
+    w = np.ones(len(human)) if weights is None else np.asarray(weights, dtype=np.float64)
+    counts = np.zeros((k, k))
+    np.add.at(counts, ([index[h] for h in human], [index[j] for j in judge]), w)
+    seen = counts.sum(axis=1) > 0
+    out = [False] * k
+    rows = np.flatnonzero(seen)
+    if rows.size == 0:
+        return out
+    m = counts[rows] / counts[rows].sum(axis=1, keepdims=True)
+    # null space of M_seen^T (k x r): right singular vectors beyond the rank
+    _, s, vt = np.linalg.svd(m.T)
+    tol = max(m.shape) * np.finfo(float).eps * (s[0] if s.size else 1.0) * 1e3
+    rank = int((s > tol).sum())
+    null = vt[rank:]
+    for pos, row in enumerate(rows):
+        out[int(row)] = bool(null.size == 0 or np.all(np.abs(null[:, pos]) < 1e-8))
+    return out
 
 
 def correct_distribution(
@@ -212,8 +254,13 @@ def correct_distribution(
     m_boot = _normalise_rows((counts @ cells).reshape(n_boot, k, k) + smoothing)
     p = simplex_lstsq(q, m)
     p_boot = simplex_lstsq(q_boot, m_boot)
-    result.corrected = dict(zip(cats, p.tolist(), strict=True))
-    result.corrected_ci = _cis(p_boot, cats, level)
+    ok = identified_categories(h, j, cats, weights=w)
+    cis = _cis(p_boot, cats, level)
+    result.corrected = {
+        c: (float(v) if good else None) for c, v, good in zip(cats, p, ok, strict=True)
+    }
+    result.corrected_ci = {c: (cis[c] if good else None) for c, good in zip(cats, ok, strict=True)}
+    result.not_identified = [c for c, good in zip(cats, ok, strict=True) if not good]
     return result
 
 

@@ -1,6 +1,14 @@
-"""Per-checkpoint error-type distributions of wrong traces, for ``misstep summary``: as the
-judge gives them and, with human labels, corrected for the judge's confusion (see
-``_correction``). Only ``ok`` labels count; the other statuses are counted apart."""
+"""Per-checkpoint error-type distributions of wrong traces: the one definition that
+``summary``, ``link`` and the report use.
+
+A group (checkpoint x dataset, or a checkpoint with its datasets pooled) has ``n_wrong`` wrong
+traces; ``n_labelled`` of them have a current ``ok`` label with a type. The judge's
+distribution is the share of each type among those (``error_dist``); a group with no ``ok``
+label has no distribution (None: "no labels", never 0%). With people's labels the distribution
+is corrected for the judge's confusion (``_correction``), pooled over every human-labelled
+trace the judge typed (the human consensus of ``misstep.labels``); a type the confusion does
+not identify has no corrected share (None) and is listed in ``not_identified``.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +20,20 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from misstep.agreement._confusion import confusion_counts, consensus
+from misstep.agreement._confusion import confusion_counts
 from misstep.agreement._correction import correct_distribution
-from misstep.labels import HumanLabel, LabelStatus, StoredLabel
+from misstep.labels import HumanLabel, LabelStatus, StoredLabel, human_consensus
 
-__all__ = ["ErrorDistribution", "error_distributions", "human_consensus", "plot_confusion"]
+__all__ = [
+    "ALL_DATASETS",
+    "ErrorDistribution",
+    "error_distributions",
+    "ok_types",
+    "plot_confusion",
+]
+
+ALL_DATASETS = "all"
+"""Dataset name of a group that pools a checkpoint's datasets."""
 
 
 class ErrorDistribution(BaseModel):
@@ -25,34 +42,49 @@ class ErrorDistribution(BaseModel):
     checkpoint: str
     """Checkpoint."""
     dataset: str
-    """Dataset."""
+    """Dataset (``"all"`` when pooled)."""
     n_wrong: int
-    """Wrong traces in the group."""
+    """Wrong traces in the group (count)."""
+    n_labelled: int = 0
+    """Wrong traces with a current ``ok`` label (count)."""
+    labelled_share: float | None = None
+    """``n_labelled / n_wrong`` (share); None without wrong traces."""
     status_counts: dict[str, int] = Field(default_factory=dict)
     """Current label status of the wrong traces (``unlabelled`` for none)."""
-    error_dist: dict[str, float]
-    """Share per type among ``ok`` labels, as the judge gives it (uncorrected)."""
-    error_dist_raw_ci: dict[str, tuple[float, float] | None]
+    error_dist: dict[str, float] | None = None
+    """Share per type among ``ok`` labels, as the judge gives it; None: no labels."""
+    error_dist_raw_ci: dict[str, tuple[float, float] | None] | None = None
     """Bootstrap 95% interval of ``error_dist``."""
-    error_dist_corrected: dict[str, float] | None = None
-    """Share per type corrected for the judge's confusion (None without human labels)."""
+    error_dist_corrected: dict[str, float | None] | None = None
+    """Share per type corrected for the judge's confusion (None without human labels; a type
+    that is not identified maps to None)."""
     error_dist_ci: dict[str, tuple[float, float] | None] | None = None
     """Bootstrap 95% interval of the corrected share (confusion uncertainty included)."""
+    not_identified: list[str] = Field(default_factory=list)
+    """Types without a corrected share: the confusion matrix does not identify them."""
     n_human: int = 0
-    """Human-labelled traces behind the (pooled) confusion matrix."""
+    """Human-labelled traces with a consensus type behind the (pooled) confusion matrix."""
+
+    @property
+    def source(self) -> str:
+        """``corrected`` when corrected shares exist, else ``judge``."""
+        return "corrected" if self.error_dist_corrected is not None else "judge"
+
+    @property
+    def used(self) -> dict[str, float | None] | None:
+        """The distribution an analysis should use: corrected when there is one."""
+        if self.error_dist_corrected is not None:
+            return self.error_dist_corrected
+        return dict(self.error_dist) if self.error_dist is not None else None
 
 
-def human_consensus(labels: Sequence[HumanLabel]) -> dict[str, tuple[str, float]]:
-    """{trace_id: (majority type, weight)} over the people who typed it; ties left out."""
-    typed: dict[str, dict[str, str]] = {}
-    weights: dict[str, list[float]] = {}
-    for label in labels:
-        if label.error_type is None:
-            continue
-        typed.setdefault(label.annotator, {})[label.trace_id] = label.error_type
-        weights.setdefault(label.trace_id, []).append(label.weight)
-    agreed, _ = consensus(typed)
-    return {t: (k, float(np.mean(weights[t]))) for t, k in agreed.items()}
+def ok_types(labels: Mapping[str, StoredLabel]) -> dict[str, str]:
+    """{trace_id: error_type} of the current ``ok`` labels with a type."""
+    return {
+        t: str(lab.error_type)
+        for t, lab in labels.items()
+        if lab.status == LabelStatus.OK and lab.error_type is not None
+    }
 
 
 def error_distributions(
@@ -65,67 +97,57 @@ def error_distributions(
     seed: int = 0,
     pool_datasets: bool = False,
 ) -> list[ErrorDistribution]:
-    """Per (checkpoint, dataset) of ``graded`` (``GRADED_COLUMNS``): the judge's type shares
-    among wrong traces with an ``ok`` label, and with ``human`` the corrected shares; the
-    confusion matrix is pooled over every human-labelled trace the judge typed. With
-    ``pool_datasets`` the groups are checkpoints, with dataset ``"all"``."""
+    """Per (checkpoint, dataset) of ``graded`` (``GRADED_COLUMNS``), in the table's order of
+    first appearance: the judge's type shares among wrong traces with an ``ok`` label, and with
+    ``human`` the corrected shares. With ``pool_datasets`` the groups are checkpoints, with
+    dataset ``"all"``."""
     cats = list(categories)
-    wrong = graded[graded["outcome"] == "wrong"]
+    wrong = graded.loc[graded["outcome"] == "wrong", ["trace_id", "checkpoint", "dataset"]]
     if pool_datasets:
-        wrong = wrong.assign(dataset="all")
-    agreed = human_consensus(human) if human else {}
-    judged = {
-        t: lab.error_type
-        for t, lab in labels.items()
-        if lab.status == LabelStatus.OK and lab.error_type is not None
-    }
+        wrong = wrong.assign(dataset=ALL_DATASETS)
+    agreed = human_consensus(human) if human else None
+    judged = ok_types(labels)
+    people = dict(agreed.items()) if agreed is not None else {}
     extra = sorted(
-        {k for k in judged.values() if k not in cats}
-        | {k for k, _ in agreed.values() if k not in cats}
+        {k for k in judged.values() if k not in cats} | {k for k, _ in people.values()} - set(cats)
     )
     cats += extra
-    shared = sorted(set(agreed) & set(judged))
-    pairs = [(agreed[t][0], str(judged[t])) for t in shared]
-    weights = [agreed[t][1] for t in shared]
+    shared = sorted(set(people) & set(judged))
+    pairs = [(people[t][0], judged[t]) for t in shared]
+    weights = [people[t][1] for t in shared]
     out: list[ErrorDistribution] = []
     for (checkpoint, dataset), group in wrong.groupby(["checkpoint", "dataset"], sort=False):
         ids = group["trace_id"].tolist()
         status = Counter(str(labels[t].status) if t in labels else "unlabelled" for t in ids)
-        types = [str(judged[t]) for t in ids if t in judged]
+        types = [judged[t] for t in ids if t in judged]
+        base = ErrorDistribution(
+            checkpoint=str(checkpoint),
+            dataset=str(dataset),
+            n_wrong=len(ids),
+            n_labelled=len(types),
+            labelled_share=len(types) / len(ids) if ids else None,
+            status_counts=dict(status),
+            n_human=len(pairs),
+        )
         if not types:
-            out.append(
-                ErrorDistribution(
-                    checkpoint=str(checkpoint),
-                    dataset=str(dataset),
-                    n_wrong=len(ids),
-                    status_counts=dict(status),
-                    error_dist={},
-                    error_dist_raw_ci={},
-                )
-            )
+            out.append(base)
             continue
         result = correct_distribution(
             types,
-            pairs,
+            pairs if agreed is not None else [],
             cats,
             weights=weights,
             group=f"{checkpoint}/{dataset}",
             n_boot=n_boot,
             seed=seed,
         )
-        out.append(
-            ErrorDistribution(
-                checkpoint=str(checkpoint),
-                dataset=str(dataset),
-                n_wrong=len(ids),
-                status_counts=dict(status),
-                error_dist=result.raw,
-                error_dist_raw_ci=result.raw_ci,
-                error_dist_corrected=result.corrected or None,
-                error_dist_ci=result.corrected_ci or None,
-                n_human=len(pairs),
-            )
-        )
+        base.error_dist = result.raw
+        base.error_dist_raw_ci = result.raw_ci
+        if agreed is not None and pairs:
+            base.error_dist_corrected = result.corrected
+            base.error_dist_ci = result.corrected_ci
+            base.not_identified = result.not_identified
+        out.append(base)
     return out
 
 
@@ -141,7 +163,7 @@ def plot_confusion(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    agreed = human_consensus(human)
+    agreed = dict(human_consensus(human).items())
     cats = list(categories)
     shared = [
         t

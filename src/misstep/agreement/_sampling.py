@@ -3,7 +3,7 @@ annotation task (JSONL, CSV or a Label Studio import with its labelling config),
 the people's answers back into :class:`~misstep.rollouts.HumanLabel` rows.
 
 Blind by default: the task file never shows the judge's label (people who see it tend to
-agree with it); the judge's labels go to a sidecar ``<stem>.judge.jsonl`` beside it.
+agree with it); the judge's labels go to a sidecar ``<task file name>.judge.jsonl`` beside it.
 Each row's ``weight`` is its inverse inclusion probability within its stratum (N_h / n_h), so
 estimates from the labelled sample can be weighted back to the judged population.
 """
@@ -215,8 +215,8 @@ def write_task(
     config). Returns the paths written, the task file first."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    stem = path.name.split(".")[0] or "sample"
-    sidecar = path.with_name(f"{stem}.judge.jsonl")
+    # Named after the whole output name: task.jsonl and task.csv get different sidecars.
+    sidecar = path.with_name(f"{path.name}.judge.jsonl")
     written = [path]
     if fmt == "jsonl":
         with path.open("wb") as fh:
@@ -232,7 +232,7 @@ def write_task(
     elif fmt == "labelstudio":
         tasks = [{"data": row.model_dump(exclude=set(_SIDE_FIELDS))} for row in rows]
         path.write_bytes(orjson.dumps(tasks, option=orjson.OPT_INDENT_2))
-        config = path.with_name(f"{stem}.labelstudio.xml")
+        config = path.with_name(f"{path.name}.labelstudio.xml")
         config.write_text(labelstudio_config(categories), encoding="utf-8")
         written.append(config)
     else:

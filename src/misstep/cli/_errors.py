@@ -1,41 +1,68 @@
-"""Turn misstep's errors into a one-paragraph message and an exit status, never a traceback."""
+"""Turn misstep's errors into a one-paragraph message and an exit status, never a traceback;
+and the two consoles: data on stdout, messages and progress on stderr."""
 
 from __future__ import annotations
 
 import functools
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from misstep.errors import MisstepError
+
+__all__ = ["data", "err_console", "handles_errors", "out_console", "quote"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 # Messages and progress go to stderr so that stdout holds data alone with --format json/csv.
 err_console = Console(stderr=True, highlight=False)
+# Tables are wide: never narrower than 200 columns, so piped output keeps every figure whole.
+out_console = Console(highlight=False, width=max(shutil.get_terminal_size((200, 24)).columns, 200))
+
+
+def data(value: object) -> Text:
+    """A table cell holding a value from the input, printed exactly as written (never markup)."""
+    return Text(str(value))
+
+
+def quote(value: object) -> str:
+    """A path or name for a message printed with markup: escaped, so it shows as written."""
+    return escape(str(value))
+
+
+def _fail(message: str, hint: str | None, code: int) -> typer.Exit:
+    # Escape: messages quote user values and hints like `pip install 'misstep[vllm]'`,
+    # whose brackets rich would otherwise read as markup and drop.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", markup=True, soft_wrap=True)
+    if hint:
+        err_console.print(f"[yellow]hint:[/] {escape(hint)}", markup=True, soft_wrap=True)
+    return typer.Exit(code=code)
 
 
 def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code."""
+    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code; an
+    operating-system error writing or reading a file (a full disk, a vanished directory)
+    becomes exit status 2 naming the file."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except MisstepError as exc:
-            # Escape: messages quote user values and hints like `pip install 'misstep[vllm]'`,
-            # whose brackets rich would otherwise read as markup and drop.
-            err_console.print(
-                f"[bold red]error:[/] {escape(exc.message)}", markup=True, soft_wrap=True
-            )
-            if exc.hint:
-                err_console.print(
-                    f"[yellow]hint:[/] {escape(exc.hint)}", markup=True, soft_wrap=True
-                )
-            raise typer.Exit(code=exc.exit_code) from None
+            raise _fail(exc.message, exc.hint, exc.exit_code) from None
+        except OSError as exc:
+            where = f"{Path(exc.filename)}: " if exc.filename else ""
+            raise _fail(
+                f"{where}{exc.strerror or exc}",
+                "check the path, its permissions and the free disk space",
+                2,
+            ) from None
 
     return wrapper

@@ -6,32 +6,31 @@ from __future__ import annotations
 from collections import Counter
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
-import pandas as pd
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from misstep.agreement import (
-    STRATA_FIELDS,
-    AgreementReport,
-    Rating,
-    agreement_report,
-    error_distributions,
-    human_raters,
-    judge_raters,
-    plot_confusion,
-    read_annotations,
-    stratified_sample,
-    write_task,
+from misstep.cli._errors import data, err_console, handles_errors, out_console, quote
+from misstep.cli._options import (
+    InputFormatOpt,
+    LabelSubsetOpt,
+    NoCacheOpt,
+    RegradeOpt,
+    SeedOpt,
+    SkipInvalidOpt,
+    TaxonomyOpt,
+    TracesArg,
+    check_input,
+    check_output_file,
 )
-from misstep.cli._errors import err_console, handles_errors
 from misstep.errors import AnalysisError, OptionError
-from misstep.labels import read_labels
-from misstep.rollouts import read_traces
-from misstep.taxonomy import load_taxonomy
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from misstep.agreement import AgreementReport
+    from misstep.rollouts import GradedRun
 
 _MAX_SHOWN_DISAGREEMENTS = 20
 
@@ -74,13 +73,18 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 
 def _print_report(console: Console, report: AgreementReport, title: str = "") -> None:
+    from rich.table import Table
+
     pairs = Table(title=f"{title}agreement on error types, pair by pair")
     for column in ("a", "b", "n", "agreement", "95% CI", "Cohen's kappa", "95% CI "):
-        pairs.add_column(column, justify="right" if column not in ("a", "b") else "left")
+        if column in ("a", "b"):
+            pairs.add_column(column, overflow="fold")  # rater names are never cut
+        else:
+            pairs.add_column(column, justify="right")
     for p in report.pairs:
         pairs.add_row(
-            p.a,
-            p.b,
+            data(p.a),
+            data(p.b),
             str(p.n),
             _f(p.agreement),
             _ci(p.agreement_ci),
@@ -92,8 +96,8 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
     console.print(
         f"all {len(o.raters)} raters, {o.n_items} items: Krippendorff's alpha "
         f"{_f(o.krippendorff_alpha)} {_ci(o.krippendorff_alpha_ci)}, Fleiss' kappa "
-        f"{_f(o.fleiss_kappa)}"
-        + ("" if o.fleiss_kappa is not None else " (items have unequal numbers of ratings)")
+        f"{_f(o.fleiss_kappa)} on the {o.fleiss_items} items every rater typed",
+        markup=False,
     )
     for entry in report.confusion:
         table = Table(
@@ -190,17 +194,27 @@ def agree(
     output: Annotated[ReportFormat, typer.Option("--format", help="table or json.")] = (
         ReportFormat.table
     ),
-    taxonomy: Annotated[
-        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
-    ] = None,
+    taxonomy: TaxonomyOpt = None,
     n_boot: Annotated[
         int, typer.Option("--n-boot", min=0, help="Bootstrap resamples for the intervals.")
     ] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+    seed: SeedOpt = 0,
+    input_format: InputFormatOpt = None,
 ) -> None:
     """How well judges and people agree: pairs, all raters, per category, first error step."""
+    for path in human:
+        check_input(path, "--human")
+    for path in judge or []:
+        check_input(path, "--judge")
+    if traces is not None:
+        check_input(traces, "--traces")
+    from misstep.agreement import agreement_report, human_raters, judge_raters, read_annotations
+    from misstep.labels import read_labels
+    from misstep.rollouts import read_traces
+    from misstep.taxonomy import load_taxonomy
+
     tax = load_taxonomy(taxonomy)
-    raters: dict[str, dict[str, Rating]] = {}
+    raters: dict[str, dict[str, Any]] = {}
     for path in human:
         for name, ratings in human_raters(read_annotations(path, keys=tax.keys)).items():
             raters.setdefault(name, {}).update(ratings)
@@ -215,6 +229,7 @@ def agree(
                 f"{run}: left out {sum(not_ok.values())} label(s) that are not ok: "
                 + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
                 soft_wrap=True,
+                markup=False,
             )
         for name, ratings in found.items():
             unique = name if name not in raters else f"{name}@{run}"
@@ -226,7 +241,8 @@ def agree(
                 if value is not None:
                     groups[trace_id] = value
     if by is not None and traces is not None:
-        for trace in read_traces(traces):
+        fmt = input_format.value if input_format is not None else None
+        for trace in read_traces(traces, input_format=fmt):
             groups[trace.trace_id] = trace.checkpoint if by == By.checkpoint else trace.dataset
     if by is not None and not groups:
         raise OptionError(
@@ -250,7 +266,7 @@ def agree(
         n_boot=n_boot,
         seed=seed,
     )
-    if all(p.n == 0 for p in report.pairs) and not report.steps:
+    if not report.pairs and not report.steps:
         raise AnalysisError(
             "no trace is labelled by two raters: nothing to compare",
             hint="check that the files' trace_id values match",
@@ -258,12 +274,12 @@ def agree(
     if output == ReportFormat.json:
         typer.echo(report.to_json())
     else:
-        _print_report(Console(), report)
+        _print_report(out_console, report)
 
 
 @handles_errors
 def sample(
-    traces: Annotated[Path, typer.Argument(help="Traces file the labels were made from.")],
+    traces: TracesArg,
     labels: Annotated[
         Path, typer.Option("--labels", help="Label run directory (or labels.jsonl).")
     ],
@@ -272,36 +288,68 @@ def sample(
     stratify: Annotated[
         str,
         typer.Option(
-            "--stratify", help=f"Comma-separated strata among {', '.join(STRATA_FIELDS)}."
+            "--stratify",
+            help="Comma-separated strata among checkpoint, dataset, error_type, problem_id.",
         ),
     ] = "checkpoint,error_type",
     allocation: Annotated[
         AllocationChoice, typer.Option("--allocation", help="proportional or equal per stratum.")
     ] = AllocationChoice.proportional,
-    seed: Annotated[int, typer.Option("--seed", help="Sampling seed.")] = 0,
+    seed: SeedOpt = 0,
     output: Annotated[
         TaskFormat | None,
         typer.Option("--format", help="jsonl, csv or labelstudio; default: from --out's suffix."),
     ] = None,
-    taxonomy: Annotated[
-        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
-    ] = None,
-    input_format: Annotated[
-        str | None, typer.Option("--input-format", help="Input format; default: inferred.")
-    ] = None,
+    taxonomy: TaxonomyOpt = None,
+    input_format: InputFormatOpt = None,
+    regrade: RegradeOpt = False,
+    skip_invalid: SkipInvalidOpt = False,
+    no_cache: NoCacheOpt = False,
+    labels_from_other_input: LabelSubsetOpt = False,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
+    from misstep.agreement import STRATA_FIELDS
+
     fields = [f.strip() for f in stratify.split(",") if f.strip()]
+    bad = [f for f in fields if f not in STRATA_FIELDS]
+    if bad:
+        raise OptionError(
+            option="--stratify", value=stratify, allowed="names among " + ", ".join(STRATA_FIELDS)
+        )
     fmt = output
     if fmt is None:
         suffix = out.suffix.lower()
         fmt = {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
             suffix, TaskFormat.jsonl
         )
+    check_input(labels, "--labels")
+    check_output_file(out, "--out")
+    from misstep.cli._load import load_run
+
+    run = load_run(
+        traces,
+        input_format=input_format,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        no_cache=no_cache,
+    )
+    from misstep.agreement import stratified_sample, write_task
+    from misstep.labels import check_labels_input, read_labels
+    from misstep.rollouts import read_traces
+    from misstep.taxonomy import load_taxonomy
+
     tax = load_taxonomy(taxonomy)
     stored = read_labels(labels)
+    check_labels_input(
+        labels,
+        stored,
+        input_path=traces,
+        input_sha256=run.input_sha256,
+        trace_ids=set(run.table["trace_id"].tolist()),
+        allow_other_input=labels_from_other_input,
+    )
     rows = stratified_sample(
-        read_traces(traces, input_format=input_format),
+        read_traces(traces, input_format=input_format.value if input_format else None),
         stored,
         n=n,
         stratify=fields,
@@ -320,9 +368,10 @@ def sample(
         f"{allocation.value} allocation, seed {seed}; judge labels kept out of the task "
         f"(blind) in {written[-1]}",
         soft_wrap=True,
+        markup=False,
     )
     for path in written[:-1]:
-        err_console.print(f"wrote {path}", soft_wrap=True)
+        err_console.print(f"wrote {path}", soft_wrap=True, markup=False)
 
 
 @handles_errors
@@ -332,13 +381,20 @@ def import_labels(
         typer.Argument(help="A filled-in task (JSONL/CSV) or a Label Studio JSON export."),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Human-labels JSONL to write.")],
-    taxonomy: Annotated[
-        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
-    ] = None,
+    taxonomy: TaxonomyOpt = None,
 ) -> None:
     """Convert people's answers to the human-labels JSONL (trace_id, annotator, ...)."""
+    check_input(source, "input")
+    check_output_file(out, "--out")
+    import orjson
+
+    from misstep.agreement import read_annotations
+    from misstep.taxonomy import load_taxonomy
+
     tax = load_taxonomy(taxonomy)
     rows = read_annotations(source, keys=tax.keys)
+    if not rows:
+        raise AnalysisError(f"{source}: no filled-in label", hint="fill in the task first")
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as fh:
         for row in rows:
@@ -348,6 +404,7 @@ def import_labels(
         f"wrote {len(rows)} label(s) by {len(annotators)} annotator(s) "
         f"({', '.join(annotators)}) to {out}",
         soft_wrap=True,
+        markup=False,
     )
 
 
@@ -359,10 +416,11 @@ def register(app: typer.Typer) -> None:
 
 
 def summary_error_section(
-    graded: pd.DataFrame,
+    run: GradedRun,
     records: list[dict[str, Any]],
     *,
     labels: Path,
+    labels_from_other_input: bool,
     human: list[Path],
     plot: Path | None,
     pool_datasets: bool,
@@ -373,15 +431,37 @@ def summary_error_section(
     ``error_dist`` (and with people's labels ``error_dist_corrected``, ``error_dist_ci``) to
     each summary record (``flat``: as ``error_dist.<type>`` columns, for CSV) and return the
     table for people; notes go to stderr."""
+    from rich.table import Table
+
+    from misstep.agreement import error_distributions, plot_confusion, read_annotations
+    from misstep.labels import check_labels_input, read_labels
+    from misstep.taxonomy import load_taxonomy
+
     keys = load_taxonomy(None).keys
     stored = read_labels(labels)
+    outside = check_labels_input(
+        labels,
+        stored,
+        input_path=run.input_path,
+        input_sha256=run.input_sha256,
+        trace_ids=set(run.table["trace_id"].tolist()),
+        allow_other_input=labels_from_other_input,
+    )
+    if outside:
+        err_console.print(
+            f"{outside} labelled trace(s) of {quote(labels)} are not in {quote(run.input_path)} "
+            "and are left out",
+            soft_wrap=True,
+        )
     people = [row for path in human for row in read_annotations(path)]
     dists = error_distributions(
-        graded, stored, keys, human=people or None, seed=seed, pool_datasets=pool_datasets
+        run.table, stored, keys, human=people or None, seed=seed, pool_datasets=pool_datasets
     )
     by_group = {(d.checkpoint, d.dataset): d for d in dists}
     for record in records:
         d = by_group.get((str(record.get("checkpoint")), str(record.get("dataset"))))
+        record["n_labelled"] = d.n_labelled if d is not None else 0
+        record["labelled_share"] = d.labelled_share if d is not None else None
         record["error_dist"] = d.error_dist if d is not None else None
         if people:
             record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
@@ -391,40 +471,43 @@ def summary_error_section(
                 for key, value in (record.pop(name, None) or {}).items():
                     record[f"{name}.{key}"] = value
     if plot is not None:
-        if not people:
-            raise OptionError(
-                option="--plot",
-                value=str(plot),
-                allowed="only with --human FILE",
-                hint="the confusion matrix needs people's labels of some judged traces",
-            )
         written = plot_confusion(stored, people, keys, plot)
-        err_console.print(f"wrote the confusion matrix to {written}", soft_wrap=True)
+        err_console.print(f"wrote the confusion matrix to {quote(written)}", soft_wrap=True)
     corrected = bool(people)
     title = (
-        "error types of wrong traces: judge's share and corrected share [95% CI]"
+        "error types of wrong traces: judge's share → corrected share [95% CI] (shares)"
         if corrected
-        else "error types of wrong traces as the judge gives them (uncorrected: no --human labels)"
+        else "error types of wrong traces as the judge gives them (shares; uncorrected: no "
+        "--human labels)"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("checkpoint")
     table.add_column("dataset")
-    table.add_column("wrong", justify="right")
-    table.add_column("ok labels", justify="right")
-    cats = list(keys) + sorted({k for d in dists for k in d.error_dist if k not in keys})
+    table.add_column("wrong (count)", justify="right")
+    table.add_column("labelled (share)", justify="right")
+    cats = list(keys) + sorted({k for d in dists for k in (d.error_dist or {}) if k not in keys})
     for key in cats:
         table.add_column(key, justify="right")
     for d in dists:
-        cells = []
+        cells: list[str] = []
         for key in cats:
+            if d.error_dist is None:
+                cells.append("no labels")
+                continue
             raw = d.error_dist.get(key)
             cell = "-" if raw is None else f"{raw:.2f}"
             if d.error_dist_corrected is not None and d.error_dist_ci is not None:
+                value = d.error_dist_corrected.get(key)
                 ci = d.error_dist_ci.get(key)
-                cell += f" → {d.error_dist_corrected[key]:.2f} {_ci(ci)}"
+                cell += " → n/i" if value is None else f" → {value:.2f} {_ci(ci)}"
             cells.append(cell)
+        share = "-" if d.labelled_share is None else f"{d.labelled_share:.2f}"
         table.add_row(
-            d.checkpoint, d.dataset, str(d.n_wrong), str(d.status_counts.get("ok", 0)), *cells
+            data(d.checkpoint),
+            data(d.dataset),
+            str(d.n_wrong),
+            f"{share} ({d.n_labelled})",
+            *cells,
         )
     not_ok = Counter[str]()
     for d in dists:
@@ -434,12 +517,25 @@ def summary_error_section(
             "wrong traces without an ok label (left out of the shares): "
             + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
             soft_wrap=True,
+            markup=False,
         )
     if corrected:
         err_console.print(
             "corrected shares: least squares on the simplex through the judge's confusion "
-            "matrix, pooled over all human-labelled traces; 95% bootstrap intervals include "
-            "the confusion matrix's uncertainty",
+            "matrix, pooled over all human-labelled traces (human consensus: the majority type; "
+            "ties have none and are left out); 95% bootstrap intervals include the confusion "
+            "matrix's uncertainty",
             soft_wrap=True,
+            markup=False,
         )
+        missing = sorted({c for d in dists for c in d.not_identified})
+        if missing:
+            err_console.print(
+                "n/i = not identified, no corrected share shown: "
+                + ", ".join(missing)
+                + " (no person gave the type, or the judge never uses the categories that "
+                "would tell it apart from others)",
+                soft_wrap=True,
+                markup=False,
+            )
     return table

@@ -1,10 +1,15 @@
-"""The typer app. Each command group lives in its own module and registers itself here."""
+"""The typer app. Each command group lives in its own module and registers itself here.
+
+Only typer, rich and the option declarations load before a command runs, so that
+``misstep --help`` is fast; every command imports what it needs inside its body."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from misstep.cli import agree, demo, label, link, summary
+from misstep.cli import agree, cache, demo, label, link, summary
 
 app = typer.Typer(
     name="misstep",
@@ -14,7 +19,28 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _module in (summary, label, agree, link, demo):
+
+def _version(value: bool) -> None:
+    if value:
+        from misstep import __version__
+
+        typer.echo(f"misstep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print misstep's version."
+        ),
+    ] = False,
+) -> None:
+    """Find out why a reasoning model's answers are wrong, checkpoint by checkpoint."""
+
+
+for _module in (summary, label, agree, link, demo, cache):
     _module.register(app)
 
 

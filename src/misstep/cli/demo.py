@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from misstep.cli._errors import err_console, handles_errors
-from misstep.metrics import CheckpointMetrics
-from misstep.pipelines import DEMO_KS, LabelProgress, run_demo
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from misstep.metrics import CheckpointMetrics
+    from misstep.pipelines import LabelProgress
 
 _out = Console(highlight=False, soft_wrap=True)
+_DEMO_K = 16  # the demo's headline k (misstep.pipelines.DEMO_KS; a test keeps them equal)
 
 
 def _f(value: float | None) -> str:
@@ -23,9 +26,18 @@ def _f(value: float | None) -> str:
 
 def _compact_table(rows: list[CheckpointMetrics]) -> Table:
     # The demo shows the headline columns only; `misstep summary` prints them all.
-    k = max(DEMO_KS)
+    from rich.table import Table
+
+    k = _DEMO_K
     table = Table(title="Vote metrics (synthetic run)", title_justify="left")
-    for name in ("checkpoint", "dataset", "pass@1", f"maj@{k}", f"sc_gain@{k}", "maj. failures"):
+    for name in (
+        "checkpoint",
+        "dataset",
+        "pass@1",
+        f"maj@{k}",
+        f"sc_gain@{k}",
+        "MV failures (count, share)",
+    ):
         table.add_column(name, justify="left" if name in ("checkpoint", "dataset") else "right")
     for row in rows:
         gain = row.sc_gain_at_k.get(k)
@@ -35,7 +47,7 @@ def _compact_table(rows: list[CheckpointMetrics]) -> Table:
             _f(row.pass_at_k.get(1)),
             _f(row.maj_at_k.get(k)),
             "-" if gain is None else f"[red]{gain:+.3f}[/]" if gain < 0 else f"{gain:+.3f}",
-            f"{row.majority_failures:.3f}",
+            f"{row.majority_failures} ({row.majority_failure_rate:.3f})",
         )
     return table
 
@@ -53,6 +65,18 @@ def demo(
     model-free rules judge, links error types to majority-vote failures and writes
     OUT/report.html.
     """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from misstep.cli._options import check_output_file
+    from misstep.pipelines import run_demo
+
+    check_output_file(out / "report.html", "--out")
     err_console.print(
         f"[bold]misstep demo[/]: synthetic example run (made up, not model output) -> {out}"
     )

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
-from misstep.cli._errors import err_console, handles_errors
+from misstep.cli._errors import data, err_console, handles_errors, quote
+from misstep.cli._options import (
+    InputFormatOpt,
+    RegradeOpt,
+    SeedOpt,
+    TaxonomyOpt,
+    TracesArg,
+    check_input,
+    input_format_value,
+)
 from misstep.errors import OptionError
-from misstep.judge import JudgeConfig, available_judges, create_judge
-from misstep.pipelines import LabelProgress, LabelRunSummary, run_labeling
-from misstep.taxonomy import Taxonomy, load_taxonomy
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from misstep.pipelines import LabelProgress, LabelRunSummary
+    from misstep.taxonomy import Taxonomy
 
 _STATUSES = ("ok", "skipped", "unparseable", "truncated", "failed")
 
@@ -52,7 +53,9 @@ def _status_text(progress: LabelProgress) -> str:
 
 
 def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonomy) -> None:
-    table = Table(title=f"labels in {summary.run_dir} (judge {summary.judge})")
+    from rich.table import Table
+
+    table = Table(title=data(f"labels in {summary.run_dir} (judge {summary.judge})"))
     table.add_column("status")
     table.add_column("traces", justify="right")
     table.add_column("written this run", justify="right")
@@ -73,7 +76,7 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         for key in keys + extra:
             by_ck.add_column(key, justify="right")
         for checkpoint, counts in sorted(summary.error_types_by_checkpoint.items()):
-            by_ck.add_row(checkpoint, *(str(counts.get(k, 0)) for k in keys + extra))
+            by_ck.add_row(data(checkpoint), *(str(counts.get(k, 0)) for k in keys + extra))
         console.print(by_ck)
     console.print(
         f"{summary.traces} traces read, {summary.written} records written, "
@@ -90,14 +93,13 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
 
 @handles_errors
 def label(
-    traces: Annotated[
-        Path, typer.Argument(help="Traces file or directory (JSONL, CSV, Parquet, verl).")
-    ],
+    traces: TracesArg,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Run directory for labels.jsonl and manifest.json.")
     ],
     judge: Annotated[
-        str, typer.Option("--judge", help=f"Judge backend: {', '.join(available_judges())}.")
+        str,
+        typer.Option("--judge", help="Judge backend: rules (no model), openai (a server) or vllm."),
     ] = "rules",
     base_url: Annotated[
         str | None,
@@ -106,9 +108,7 @@ def label(
     model: Annotated[
         str | None, typer.Option("--model", help="Model name; default: the only one served.")
     ] = None,
-    taxonomy: Annotated[
-        Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
-    ] = None,
+    taxonomy: TaxonomyOpt = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="Requests in flight.")
     ] = 16,
@@ -119,7 +119,7 @@ def label(
     samples: Annotated[
         int, typer.Option("--samples", min=1, help="Judge samples per trace (majority).")
     ] = 1,
-    seed: Annotated[int, typer.Option("--seed", help="Global seed of the per-request seeds.")] = 0,
+    seed: SeedOpt = 0,
     include_correct: Annotated[
         bool, typer.Option("--include-correct", help="Also judge traces whose answer is correct.")
     ] = False,
@@ -130,17 +130,30 @@ def label(
         int,
         typer.Option("--max-trace-tokens", min=1, help="Token budget of the trace in the prompt."),
     ] = 6000,
-    input_format: Annotated[
-        str | None, typer.Option("--input-format", help="Input format; default: inferred.")
-    ] = None,
-    regrade: Annotated[
-        bool, typer.Option("--regrade", help="Grade again, ignoring given grades.")
-    ] = False,
+    input_format: InputFormatOpt = None,
+    regrade: RegradeOpt = False,
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Write invalid rows to RUN_DIR/rejects.jsonl.")
     ] = False,
 ) -> None:
     """Label every wrong trace with its first error: type, step and quote. Re-run to resume."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from misstep.judge import JudgeConfig, available_judges, create_judge
+    from misstep.pipelines import LabelProgress, run_labeling
+    from misstep.taxonomy import load_taxonomy
+
+    check_input(traces, "traces")
+    if out.exists() and not out.is_dir():
+        raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
     if timeout <= 0:
         raise OptionError(option="--timeout", value=timeout, allowed="a positive number of seconds")
     if judge not in available_judges():
@@ -205,7 +218,7 @@ def label(
             taxonomy=tax,
             include_correct=include_correct,
             limit=limit,
-            input_format=input_format,
+            input_format=input_format_value(input_format),
             regrade=regrade,
             skip_invalid=skip_invalid,
             progress=on_progress,
@@ -216,6 +229,9 @@ def label(
         bar.update(task, total=summary.traces)
         final(final_state)
     _print_summary(err_console, summary, tax)
+    if summary.rejected:
+        rejects = quote(Path(summary.run_dir) / "rejects.jsonl")
+        err_console.print(f"{summary.rejected} invalid row(s) written to {rejects}")
 
 
 def register(app: typer.Typer) -> None:

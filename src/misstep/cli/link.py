@@ -3,68 +3,86 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from misstep.cli._errors import err_console, handles_errors
-from misstep.errors import OptionError
-from misstep.link import LinkResult
-from misstep.pipelines import RunAnalysis, analyse_run, write_run_report
+from misstep.cli._errors import data, err_console, handles_errors, out_console, quote
+from misstep.cli._load import load_run
+from misstep.cli._options import (
+    HumanOpt,
+    InputFormatOpt,
+    KOpt,
+    LabelsOpt,
+    LabelSubsetOpt,
+    NoCacheOpt,
+    RegradeOpt,
+    SeedOpt,
+    SkipInvalidOpt,
+    TracesArg,
+    check_input,
+    check_output_file,
+    parse_ks,
+)
 
-_out = Console(highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from misstep.link import LinkResult
+    from misstep.pipelines import RunAnalysis
 
-TracesArg = Annotated[Path, typer.Argument(help="Rollouts file or directory.")]
-LabelsOpt = Annotated[
-    Path, typer.Option("--labels", help="Run directory (or labels.jsonl) of `misstep label`.")
-]
-HumanOpt = Annotated[
-    Path | None, typer.Option("--human", help="Human labels (JSONL or CSV) for corrected shares.")
-]
 TrainOpt = Annotated[
     Path | None,
     typer.Option("--train-metrics", help="CSV or JSONL with `step` and training metrics."),
 ]
-KOpt = Annotated[str, typer.Option("--k", help="Comma-separated k for maj@k, capped at n.")]
-InFmtOpt = Annotated[
-    str | None, typer.Option("--input-format", help="jsonl, parquet, csv, hf or verl.")
-]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every bootstrap / permutation.")]
 
 
-def _ks(text: str) -> list[int]:
-    try:
-        ks = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise OptionError(option="--k", value=text, allowed="comma-separated integers") from None
-    if not ks or min(ks) < 1:
-        raise OptionError(option="--k", value=text, allowed="integers >= 1, e.g. 1,4,16")
-    return ks
+class LinkFormat(StrEnum):
+    """Output of ``misstep link``."""
+
+    text = "text"
+    json = "json"
 
 
 def _analyse(
-    traces_path: Path,
+    traces: Path,
+    *,
     labels: Path,
-    human: Path | None,
+    human: list[Path] | None,
     train_metrics: Path | None,
-    k: str,
-    input_format: str | None,
+    k: str | None,
+    input_format: InputFormatOpt,
+    regrade: bool,
+    skip_invalid: bool,
+    no_cache: bool,
+    labels_from_other_input: bool,
     seed: int,
 ) -> RunAnalysis:
-    ks = _ks(k)
-    err_console.print(f"grading {traces_path} ...")
-    return analyse_run(
-        traces_path,
-        labels,
-        human=[human] if human is not None else [],
-        train_metrics=train_metrics,
-        ks=ks,
+    ks = parse_ks(k) or [1, 4, 16]
+    check_input(labels, "--labels")
+    for path in human or []:
+        check_input(path, "--human")
+    if train_metrics is not None:
+        check_input(train_metrics, "--train-metrics")
+    run = load_run(
+        traces,
         input_format=input_format,
-        seed=seed,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        no_cache=no_cache,
     )
+    from misstep.pipelines import analyse_run
+
+    with err_console.status("linking error types to majority-vote failures"):
+        return analyse_run(
+            run,
+            labels,
+            human=human or [],
+            train_metrics=train_metrics,
+            ks=ks,
+            seed=seed,
+            labels_from_other_input=labels_from_other_input,
+        )
 
 
 def _pct(x: float | None) -> str:
@@ -72,46 +90,61 @@ def _pct(x: float | None) -> str:
 
 
 def _print_text(r: LinkResult) -> None:
-    _out.print("[bold]Findings[/]")
+    from rich.table import Table
+
+    out = out_console
+    out.print("[bold]Findings[/]")
     if not r.findings:
-        _out.print("  no error type moved against sc_gain between consecutive checkpoints")
+        out.print("  no error type moved against sc_gain between consecutive checkpoints")
     for f in r.findings[:5]:
         tag = "[green]significant[/]" if f.significant else "[dim]not significant[/]"
         if f.p_value is None:
             tag = "[dim]descriptive[/]"
-        _out.print(f"  {f.rank}. ({tag}) ", end="")
-        _out.print(f.sentence, markup=False)
+        out.print(f"  {f.rank}. ({tag}) ", end="")
+        out.print(f.sentence, markup=False)
     for n in r.notes:
-        _out.print(f"  note: {n}", markup=False)
-    t = Table(title="per checkpoint")
+        out.print(f"  note: {n}", markup=False)
+    source = {c.error_dist_source for c in r.checkpoints}
+    which = "corrected for the judge's confusion" if source == {"corrected"} else "the judge's"
+    t = Table(title=f"per checkpoint (error types: share of labelled wrong traces, {which})")
     keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
-    for col in ["checkpoint", *keys, "MV failures", *r.types]:
+    columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)", *r.types]
+    for col in columns:
         t.add_column(col, justify="left" if col == "checkpoint" else "right")
     for c in r.checkpoints:
         vals = [c.metrics.get(m) for m in keys]
+        dist = c.error_dist
         t.add_row(
-            c.checkpoint,
+            data(c.checkpoint),
             *[
                 "-" if v is None else f"{v:+.3f}" if "sc_gain" in m else f"{v:.3f}"
                 for m, v in zip(keys, vals, strict=True)
             ],
             str(c.majority_failures),
-            *[_pct(c.error_dist.get(ty)) for ty in r.types],
+            "-" if c.labelled_share is None else f"{c.labelled_share:.2f} ({c.n_labelled})",
+            *[
+                "no labels"
+                if dist is None
+                else "n/i"
+                if dist.get(ty, 0.0) is None
+                else _pct(dist.get(ty))
+                for ty in r.types
+            ],
         )
-    _out.print(t)
-    s = Table(title="shifts between consecutive checkpoints")
-    for col in ("from", "to", "JSD", "adj. p", "largest change"):
+    out.print(t)
+    s = Table(title="shifts between consecutive checkpoints (change in percentage points, pp)")
+    for col in ("from", "to", "JSD (bits)", "adj. p", "largest change"):
         s.add_column(col)
     for sh in r.shifts:
         big = max(sh.changes, key=lambda c: abs(c.delta), default=None)
         s.add_row(
-            sh.before,
-            sh.after,
+            data(sh.before),
+            data(sh.after),
             "-" if sh.jsd is None else f"{sh.jsd:.3f}",
             "-" if sh.p_value is None else f"{sh.p_value:.3g}",
-            "-" if big is None else f"{big.error_type} {big.delta:+.1%}",
+            "-" if big is None else f"{big.error_type} {100 * big.delta:+.1f} pp",
         )
-    _out.print(s)
+    out.print(s)
 
 
 def register(app: typer.Typer) -> None:
@@ -124,16 +157,32 @@ def register(app: typer.Typer) -> None:
         labels: LabelsOpt,
         human: HumanOpt = None,
         train_metrics: TrainOpt = None,
-        fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
-        k: KOpt = "1,4,16",
-        input_format: InFmtOpt = None,
+        fmt: Annotated[
+            LinkFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
+        ] = LinkFormat.text,
+        k: KOpt = None,
+        input_format: InputFormatOpt = None,
+        regrade: RegradeOpt = False,
+        skip_invalid: SkipInvalidOpt = False,
+        no_cache: NoCacheOpt = False,
+        labels_from_other_input: LabelSubsetOpt = False,
         seed: SeedOpt = 0,
     ) -> None:
         """Which error types moved where majority voting stopped paying off."""
-        if fmt not in ("text", "json"):
-            raise OptionError(option="--format", value=fmt, allowed="text or json")
-        result = _analyse(traces, labels, human, train_metrics, k, input_format, seed).result
-        if fmt == "json":
+        result = _analyse(
+            traces,
+            labels=labels,
+            human=human,
+            train_metrics=train_metrics,
+            k=k,
+            input_format=input_format,
+            regrade=regrade,
+            skip_invalid=skip_invalid,
+            no_cache=no_cache,
+            labels_from_other_input=labels_from_other_input,
+            seed=seed,
+        ).result
+        if fmt is LinkFormat.json:
             typer.echo(json.dumps(result.to_json(), allow_nan=False))
         else:
             _print_text(result)
@@ -146,11 +195,31 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
         human: HumanOpt = None,
         train_metrics: TrainOpt = None,
-        k: KOpt = "1,4,16",
-        input_format: InFmtOpt = None,
+        k: KOpt = None,
+        input_format: InputFormatOpt = None,
+        regrade: RegradeOpt = False,
+        skip_invalid: SkipInvalidOpt = False,
+        no_cache: NoCacheOpt = False,
+        labels_from_other_input: LabelSubsetOpt = False,
         seed: SeedOpt = 0,
     ) -> None:
         """Write a self-contained HTML report of the link analysis."""
-        analysis = _analyse(traces, labels, human, train_metrics, k, input_format, seed)
-        path = write_run_report(out, analysis, traces, input_format=input_format)
-        err_console.print(f"wrote {path}")
+        check_output_file(out, "--out")
+        analysis = _analyse(
+            traces,
+            labels=labels,
+            human=human,
+            train_metrics=train_metrics,
+            k=k,
+            input_format=input_format,
+            regrade=regrade,
+            skip_invalid=skip_invalid,
+            no_cache=no_cache,
+            labels_from_other_input=labels_from_other_input,
+            seed=seed,
+        )
+        from misstep.pipelines import write_run_report
+
+        fmt = input_format.value if input_format is not None else None
+        path = write_run_report(out, analysis, traces, input_format=fmt)
+        err_console.print(f"wrote {quote(path)}")

@@ -8,123 +8,54 @@ stdout with ``--format json`` / ``csv``. Definitions live in ``misstep.metrics``
 from __future__ import annotations
 
 import json
-import shutil
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from misstep.cli._errors import err_console, handles_errors
-from misstep.cli.agree import summary_error_section
+from misstep.cli._errors import data, err_console, handles_errors, out_console
+from misstep.cli._load import load_run
+from misstep.cli._options import (
+    DEFAULT_KS,
+    ByOpt,
+    GroupBy,
+    HumanOpt,
+    InputFormatOpt,
+    KOpt,
+    LabelSubsetOpt,
+    NoCacheOpt,
+    RegradeOpt,
+    SeedOpt,
+    SkipInvalidOpt,
+    TracesArg,
+    check_input,
+    check_output_file,
+    parse_ks,
+)
 from misstep.errors import OptionError
-from misstep.metrics import CheckpointMetrics, Coverage, coverage, problem_counts, vote_metrics
-from misstep.rollouts import RejectSink, default_rejects_path, grade_traces, read_traces
 
-__all__ = ["load_graded", "register"]
+if TYPE_CHECKING:
+    from rich.table import Table
 
-# Tables are wide: never narrower than 200 columns, so piped output keeps every figure whole.
-_out = Console(highlight=False, width=max(shutil.get_terminal_size((200, 24)).columns, 200))
-DEFAULT_KS = (1, 4, 16)
+    from misstep.metrics import CheckpointMetrics, Coverage
+
+__all__ = ["register"]
 
 
 class SummaryFormat(StrEnum):
     """Output of ``misstep summary``."""
 
-    TABLE = "table"
-    JSON = "json"
-    CSV = "csv"
+    table = "table"
+    json = "json"
+    csv = "csv"
 
 
 class CoverageFormat(StrEnum):
     """Output of ``misstep coverage``."""
 
-    TABLE = "table"
-    JSON = "json"
-
-
-class GroupBy(StrEnum):
-    """``--by``: split rows per dataset, or pool the datasets of a checkpoint."""
-
-    DATASET = "dataset"
-    CHECKPOINT = "checkpoint"
-
-
-TracesArg = Annotated[Path, typer.Argument(help="Rollouts file or directory.")]
-InFmtOpt = Annotated[
-    str | None,
-    typer.Option("--input-format", help="jsonl, parquet, csv, hf or verl; inferred when left out."),
-]
-RegradeOpt = Annotated[
-    bool,
-    typer.Option("--regrade", help="Grade against gold_answer even where rows carry `correct`."),
-]
-SkipOpt = Annotated[
-    bool,
-    typer.Option(
-        "--skip-invalid",
-        help="Skip invalid rows, writing them to ./<input>.rejects.jsonl, instead of stopping.",
-    ),
-]
-
-
-def load_graded(
-    traces: Path, *, input_format: str | None, regrade: bool, skip_invalid: bool
-) -> pd.DataFrame:
-    """Read and grade ``traces`` with a progress line on stderr; report rejects when skipping."""
-    sink = RejectSink(default_rejects_path(traces), source=traces) if skip_invalid else None
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("reading and grading", total=None)
-
-        def on_progress(done: int) -> None:
-            progress.update(task, description=f"reading and grading: {done:,} traces")
-
-        try:
-            graded = grade_traces(
-                read_traces(traces, input_format=input_format, rejects=sink),
-                regrade=regrade,
-                on_progress=on_progress,
-            )
-        finally:
-            if sink is not None:
-                sink.close()
-    if sink is not None:
-        if sink.count:
-            err_console.print(
-                f"[yellow]{sink.count} invalid row(s) rejected[/], written to "
-                f"{escape(str(sink.path))}",
-                soft_wrap=True,
-            )
-        else:
-            err_console.print("no invalid rows")
-    err_console.print(f"graded {len(graded):,} traces")
-    return graded
-
-
-def _parse_ks(text: str | None, max_n: int) -> list[int]:
-    if text is None:
-        # The default asks only for what the data can answer.
-        return [k for k in DEFAULT_KS if k <= max_n] or [1]
-    try:
-        ks = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise OptionError(
-            option="--k", value=text, allowed="comma-separated integers, e.g. 1,4,16"
-        ) from None
-    if not ks:
-        raise OptionError(option="--k", value=text, allowed="at least one integer >= 1")
-    return ks
+    table = "table"
+    json = "json"
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -137,6 +68,8 @@ def _fmt(value: float | None, signed: bool = False) -> str:
 
 
 def _new_table(title: str, rows: list[CheckpointMetrics]) -> tuple[Table, bool]:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("checkpoint", no_wrap=True)
     with_dataset = len({row.dataset for row in rows}) > 1
@@ -146,18 +79,28 @@ def _new_table(title: str, rows: list[CheckpointMetrics]) -> tuple[Table, bool]:
 
 
 def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]:
-    votes, with_dataset = _new_table("Vote metrics per checkpoint", rows)
+    votes, with_dataset = _new_table("Vote metrics per checkpoint (shares of problems)", rows)
     for k in ks:
         for prefix in ("pass", "maj", "sc_gain"):
             votes.add_column(f"{prefix}@{k}", justify="right", no_wrap=True)
     answers, _ = _new_table("Answers and outcomes per checkpoint", rows)
-    for name in ("problems", "samples", "entropy", "top1", "wrong cons.", "maj. fail"):
-        answers.add_column(name, justify="right", no_wrap=True)
-    for name in ("correct", "wrong", "trunc.", "no ans."):
+    columns = (
+        "problems (count)",
+        "samples (count)",
+        "entropy (bits)",
+        "top1 (share)",
+        "wrong cons. (share)",
+        "MV failures (count, share)",
+        "correct (count)",
+        "wrong (count)",
+        "truncated (count)",
+        "no answer (count)",
+    )
+    for name in columns:
         answers.add_column(name, justify="right", no_wrap=True)
     for row in rows:
-        head = [row.checkpoint] + ([row.dataset] if with_dataset else [])
-        cells = list(head)
+        head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
+        cells: list[Any] = list(head)
         for k in ks:
             se = f" ±{row.maj_at_k_se[k]:.3f}" if k in row.maj_at_k_se else ""
             cells += [
@@ -173,7 +116,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
             _fmt(row.answer_entropy),
             _fmt(row.top1_share),
             _fmt(row.wrong_consistency),
-            _fmt(row.majority_failures),
+            f"{row.majority_failures} ({row.majority_failure_rate:.3f})",
             str(row.n_correct),
             str(row.n_wrong),
             str(row.n_truncated),
@@ -184,91 +127,107 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
 
 def summary(
     traces: TracesArg,
-    k: Annotated[
-        str | None,
-        typer.Option("--k", help="Comma-separated k for pass@k and maj@k [default: 1,4,16]."),
-    ] = None,
-    by: Annotated[
-        GroupBy | None,
-        typer.Option(
-            "--by",
-            help="dataset: one row per checkpoint x dataset (the default with several "
-            "datasets); checkpoint: pool the datasets of each checkpoint.",
-        ),
-    ] = None,
+    k: KOpt = None,
+    by: ByOpt = None,
     output: Annotated[
         SummaryFormat, typer.Option("--format", help="table, json or csv (data alone on stdout).")
-    ] = SummaryFormat.TABLE,
-    input_format: InFmtOpt = None,
+    ] = SummaryFormat.table,
+    input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
-    skip_invalid: SkipOpt = False,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of Monte Carlo maj@k estimates.")] = 0,
-    # --- room for issue-5 options (--labels RUN_DIR, --human FILE, --plot FILE) -------------
-    # Another helper adds them here, as keyword options after this line, and uses them below
-    # where marked; nothing else in this command needs to change.
+    skip_invalid: SkipInvalidOpt = False,
+    no_cache: NoCacheOpt = False,
+    seed: SeedOpt = 0,
     labels: Annotated[
         Path | None,
         typer.Option(
             "--labels", help="Label run directory: add error-type shares of wrong traces."
         ),
     ] = None,
-    human: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--human", help="People's labels (repeatable): correct the shares for the judge."
-        ),
-    ] = None,
+    labels_from_other_input: LabelSubsetOpt = False,
+    human: HumanOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="PNG of the judge-vs-people confusion matrix (with --human)."),
     ] = None,
 ) -> None:
     """Per-checkpoint pass@k, maj@k, sc_gain@k, answer statistics and outcome counts."""
-    graded = load_graded(
-        traces, input_format=input_format, regrade=regrade, skip_invalid=skip_invalid
+    wanted = parse_ks(k)
+    if labels is None and (human or plot is not None):
+        raise OptionError(option="--human/--plot", value="given", allowed="only with --labels")
+    if plot is not None:
+        if not human:
+            raise OptionError(
+                option="--plot",
+                value=str(plot),
+                allowed="only with --human FILE",
+                hint="the confusion matrix needs people's labels of some judged traces",
+            )
+        check_output_file(plot, "--plot")
+    if labels is not None:
+        check_input(labels, "--labels")
+    for path in human or []:
+        check_input(path, "--human")
+    run = load_run(
+        traces,
+        input_format=input_format,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        no_cache=no_cache,
     )
-    counts = problem_counts(graded)
-    max_n = int(counts.problems["n"].max()) if len(counts.problems) else 0
-    ks = sorted(set(_parse_ks(k, max_n)))
-    by_dataset = None if by is None else by is GroupBy.DATASET
+    from misstep.metrics import problem_counts, vote_metrics
+
+    counts = problem_counts(run.table)
+    max_n = int(counts.problems["n"].max())
+    ks = wanted if wanted is not None else [x for x in DEFAULT_KS if x <= max_n] or [1]
+    by_dataset = None if by is None else by is GroupBy.dataset
     rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=seed)
     for row in rows:
         for note in row.notes:
-            err_console.print(f"[yellow]note:[/] {note}")
-    # --- issue-5 hook: --labels / --human / --plot output goes here -------------------------
+            err_console.print(f"note: {note}", markup=False)
     records: list[dict[str, Any]] = [row.to_json() for row in rows]
     error_table = None
     if labels is not None:
+        from misstep.cli.agree import summary_error_section
+
         error_table = summary_error_section(
-            graded,
+            run,
             records,
             labels=labels,
+            labels_from_other_input=labels_from_other_input,
             human=human or [],
             plot=plot,
             pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0,
             seed=seed,
-            flat=output is SummaryFormat.CSV,
+            flat=output is SummaryFormat.csv,
         )
-    elif human or plot is not None:
-        raise OptionError(option="--human/--plot", value="given", allowed="only with --labels")
-    if output is SummaryFormat.JSON:
+    if output is SummaryFormat.json:
         typer.echo(json.dumps(records, indent=2))
-    elif output is SummaryFormat.CSV:
+    elif output is SummaryFormat.csv:
+        import pandas as pd
+
         typer.echo(pd.DataFrame.from_records(records).to_csv(index=False), nl=False)
     else:
         for table in _summary_tables(rows, ks):
-            _out.print(table)
+            out_console.print(table)
         if error_table is not None:
-            _out.print(error_table)
+            out_console.print(error_table)
 
 
 def _coverage_tables(result: Coverage) -> tuple[Table, Table]:
+    from rich.table import Table
+
     moves = Table(title="Solved problems per checkpoint", title_justify="left")
-    for name in ("checkpoint", "solved", "retention", "acquisition", "forgetting"):
+    for name in (
+        "checkpoint",
+        "solved (count)",
+        "retention (share)",
+        "acquisition (share)",
+        "forgetting (share)",
+    ):
         moves.add_column(name, justify="left" if name == "checkpoint" else "right")
     for i, name in enumerate(result.checkpoints):
         moves.add_row(
-            name,
+            data(name),
             f"{result.solved[i]} / {result.n_problems}",
             _fmt(result.retention[i]),
             _fmt(result.acquisition[i]),
@@ -277,9 +236,9 @@ def _coverage_tables(result: Coverage) -> tuple[Table, Table]:
     jaccard = Table(title="Jaccard similarity of solved sets", title_justify="left")
     jaccard.add_column("", no_wrap=True)
     for name in result.checkpoints:
-        jaccard.add_column(name, justify="right", no_wrap=True)
+        jaccard.add_column(data(name), justify="right", no_wrap=True)
     for name, values in zip(result.checkpoints, result.jaccard, strict=True):
-        jaccard.add_row(name, *(_fmt(v) for v in values))
+        jaccard.add_row(data(name), *(_fmt(v) for v in values))
     return moves, jaccard
 
 
@@ -287,27 +246,34 @@ def coverage_command(
     traces: TracesArg,
     output: Annotated[
         CoverageFormat, typer.Option("--format", help="table or json (data alone on stdout).")
-    ] = CoverageFormat.TABLE,
-    input_format: InFmtOpt = None,
+    ] = CoverageFormat.table,
+    input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
-    skip_invalid: SkipOpt = False,
+    skip_invalid: SkipInvalidOpt = False,
+    no_cache: NoCacheOpt = False,
 ) -> None:
     """Which problems each checkpoint solves: Jaccard overlap, retention, acquisition,
     forgetting, and union coverage (also at one checkpoint's sample budget)."""
-    graded = load_graded(
-        traces, input_format=input_format, regrade=regrade, skip_invalid=skip_invalid
+    run = load_run(
+        traces,
+        input_format=input_format,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        no_cache=no_cache,
     )
-    result = coverage(graded)
-    if output is CoverageFormat.JSON:
+    from misstep.metrics import coverage
+
+    result = coverage(run.table)
+    if output is CoverageFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
     moves, jaccard = _coverage_tables(result)
-    _out.print(moves)
-    _out.print(jaccard)
-    _out.print(
-        f"union coverage: {_fmt(result.union_coverage)} of {result.n_problems} problems; "
-        f"at one checkpoint's sample budget split across checkpoints: "
-        f"{_fmt(result.union_coverage_at_budget)}"
+    out_console.print(moves)
+    out_console.print(jaccard)
+    out_console.print(
+        f"union coverage: {_fmt(result.union_coverage)} of {result.n_problems} problems "
+        f"(share); at one checkpoint's sample budget split across checkpoints: "
+        f"{_fmt(result.union_coverage_at_budget)} (share)"
     )
 
 

@@ -1,7 +1,9 @@
 """Stored labels, whoever made them: judge records and their store (the current record per
 trace), the run manifest, and people's labels."""
 
+from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
 from misstep.labels._human import HumanLabel, human_label_from_row, read_human_labels
+from misstep.labels._ownership import check_labels_input
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
 from misstep.labels._store import (
     InputFile,
@@ -16,14 +18,18 @@ from misstep.labels._store import (
 
 __all__ = [
     "LABEL_RECORD_VERSION",
+    "HumanConsensus",
     "HumanLabel",
     "InputFile",
     "LabelStatus",
     "LabelStore",
     "RunManifest",
     "StoredLabel",
+    "check_labels_input",
+    "human_consensus",
     "human_label_from_row",
     "iter_label_lines",
+    "majority_labels",
     "read_human_labels",
     "read_labels",
     "read_manifest",

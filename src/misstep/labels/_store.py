@@ -225,6 +225,9 @@ class RunManifest(BaseModel):
     """Manifest format version."""
     inputs: list[InputFile] = Field(default_factory=list)
     """The traces files labelled."""
+    input_sha256: str | None = None
+    """SHA-256 of the labelled input's content (``misstep.rollouts.input_digest``): the label
+    run belongs to this input, and the analysis commands refuse another one."""
     judge_config: dict[str, Any] = Field(default_factory=dict)
     """The judge configuration (backend, model, URL, sampling, limits); never a key."""
     judge: str = ""

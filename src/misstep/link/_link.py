@@ -11,7 +11,6 @@ regression, dominant-type transitions and ranked findings. See ``_shifts``, ``_a
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from misstep.agreement import CorrectedDistribution, corrected_distributions
 from misstep.errors import AnalysisError, InputFormatError, InvalidRecordError
-from misstep.labels import HumanLabel, StoredLabel
+from misstep.labels import HumanLabel, StoredLabel, human_consensus
 from misstep.link._anatomy import (
     FAILURE_KINDS,
     PROBLEM_KEY,
@@ -41,7 +41,13 @@ from misstep.link._linkstats import (
     spearman_permutation,
     vote_table,
 )
-from misstep.link._shifts import Shift, bh_adjust, checkpoint_shares, distribution_shifts
+from misstep.link._shifts import (
+    CheckpointShares,
+    Shift,
+    bh_adjust,
+    checkpoint_shares,
+    distribution_shifts,
+)
 from misstep.metrics._order import order_checkpoints
 
 __all__ = ["CheckpointSummary", "LinkResult", "link_analysis", "read_train_metrics"]
@@ -63,19 +69,32 @@ class CheckpointSummary(BaseModel):
     n_wrong: int
     """Traces graded ``wrong``."""
     n_labelled: int
-    """Wrong traces with an ``ok`` label."""
+    """Wrong traces with an ``ok`` label (count)."""
+    labelled_share: float | None = None
+    """``n_labelled / n_wrong`` (share); None without wrong traces."""
     metrics: dict[str, float | None]
     """``pass@1``, ``maj@k`` and ``sc_gain@k`` for each k."""
-    error_dist: dict[str, float]
+    error_dist: dict[str, float | None] | None
+    """The distribution the analysis used: corrected with human labels, else the judge's
+    (see ``error_dist_source``); None when no wrong trace of the checkpoint is labelled."""
+    error_dist_source: str
+    """``corrected`` or ``judge``."""
+    error_dist_judge: dict[str, float] | None = None
     """Share of labelled wrong traces per type, as the judge gives it."""
-    error_dist_ci: dict[str, tuple[float, float]]
-    """95% cluster-bootstrap interval of each share."""
-    error_dist_corrected: dict[str, float] | None = None
-    """Corrected for the judge's confusion (only with human labels and the agreement module)."""
+    error_dist_ci: dict[str, tuple[float, float] | None]
+    """95% interval of each share of ``error_dist`` (cluster bootstrap for the judge's shares;
+    the correction's bootstrap for corrected ones)."""
+    error_dist_corrected: dict[str, float | None] | None = None
+    """Corrected for the judge's confusion (with human labels); None for a type that is not
+    identified."""
+    not_identified: list[str] = []
+    """Types without a corrected share (the judge's confusion matrix does not identify them)."""
     majority_failures: int
-    """Problems whose full-n vote is wrong while some sample is right."""
+    """Problems whose full-n vote is not correct while some sample is (count)."""
+    majority_failure_rate: float | None = None
+    """``majority_failures / n_problems`` (share)."""
     failure_kinds: dict[str, int]
-    """Failures per kind (consistent-wrong, scattered, truncation-driven)."""
+    """Failures per kind (consistent-wrong, scattered, truncation-driven, no-answer-driven)."""
     winner_mix: dict[str, float]
     """Type mix of the winning wrong classes' labelled traces, over this checkpoint's failures."""
     other_mix: dict[str, float]
@@ -185,26 +204,22 @@ def _mix(rows: pd.DataFrame, types: list[str]) -> dict[str, float]:
 
 
 def _agreement(human: Sequence[HumanLabel], labelled: pd.DataFrame) -> dict[str, Any] | None:
-    """Judge vs the human consensus (most common human type; ties: smaller key)."""
+    """Judge vs the human consensus (``misstep.labels.human_consensus``: ties have none)."""
     from sklearn.metrics import cohen_kappa_score
 
-    votes: dict[str, Counter[str]] = {}
-    for h in human:
-        if h.error_type:
-            votes.setdefault(h.trace_id, Counter())[h.error_type] += 1
-    consensus = {
-        tid: sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] for tid, c in votes.items()
-    }
+    agreed = human_consensus(human)
+    consensus = agreed.types
     judged = dict(zip(labelled["trace_id"], labelled["error_type"], strict=True))
     pairs = [(judged[t], consensus[t]) for t in consensus if t in judged]
     if not pairs:
-        return {"n": 0, "note": "no trace has both a judge label and a human label"}
+        return {"n": 0, "note": "no trace has both a judge label and a human consensus"}
     jl, hl = zip(*pairs, strict=True)
     cats = sorted(set(jl) | set(hl))
     matrix = [[sum(1 for a, b in pairs if b == r and a == c) for c in cats] for r in cats]
     kappa = cohen_kappa_score(list(hl), list(jl), labels=cats) if len(cats) > 1 else None
     return {
         "n": len(pairs),
+        "n_tied": len(agreed.tied),
         "agreement": sum(a == b for a, b in pairs) / len(pairs),
         "cohen_kappa": finite(kappa),
         "labels": cats,
@@ -254,9 +269,13 @@ def link_analysis(
 
     shares, draws = checkpoint_shares(wl, checkpoints, types, seed=seed, n_boot=n_boot)
     shifts = distribution_shifts(shares, draws, types)
+    judge_shares = {cs.checkpoint: dict(cs.shares) for cs in shares}
+    judge_ci = {cs.checkpoint: dict(cs.ci) for cs in shares}
     corrected = _corrected(wl, human, types, notes, seed=seed, n_boot=min(n_boot, 200))
-    if human is None:
+    if corrected is None:
         notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
+    else:
+        _use_corrected(shares, shifts, corrected, notes)
 
     votes = problem_votes(graded)
     mix = failure_mix(votes, wl)
@@ -350,22 +369,36 @@ def link_analysis(
         fk = fail_by.get_group(ck)["kind"].value_counts() if ck in fail_by.groups else pd.Series()
         m = mix_by.get(ck, mix.iloc[:0])
         step = steps_all.get(ck)
+        cd = corrected.get(ck) if corrected is not None else None
+        wrong_count = int(n_wrong.get(ck, 0))
+        problems_count = int(n_prob.get(ck, 0))
+        used: dict[str, float | None] | None = None
+        if cs.n_labelled:
+            used = dict(cd.corrected) if cd is not None else dict(judge_shares[ck])
+        ci: dict[str, tuple[float, float] | None] = (
+            dict(cd.corrected_ci) if cd is not None else dict(judge_ci[ck])
+        )
         summaries.append(
             CheckpointSummary(
                 checkpoint=ck,
                 step=int(step) if step is not None and pd.notna(step) else None,
                 n_problems=int(n_prob.get(ck, 0)),
                 n_samples=int(n_samples.get(ck, 0)),
-                n_wrong=int(n_wrong.get(ck, 0)),
+                n_wrong=wrong_count,
                 n_labelled=cs.n_labelled,
+                labelled_share=cs.n_labelled / wrong_count if wrong_count else None,
                 metrics={
                     c: finite(metrics.loc[ck, c]) if ck in metrics.index else None
                     for c in metrics.columns
                 },
-                error_dist=cs.shares,
-                error_dist_ci=cs.ci,
-                error_dist_corrected=corrected.get(ck) if corrected else None,
+                error_dist=used,
+                error_dist_source="corrected" if cd is not None else "judge",
+                error_dist_judge=judge_shares[ck] if cs.n_labelled else None,
+                error_dist_ci=ci if cs.n_labelled else {},
+                error_dist_corrected=dict(cd.corrected) if cd is not None else None,
+                not_identified=list(cd.not_identified) if cd is not None else [],
                 majority_failures=int(fk.sum()),
+                majority_failure_rate=int(fk.sum()) / problems_count if problems_count else None,
                 failure_kinds={kd: int(fk.get(kd, 0)) for kd in FAILURE_KINDS},
                 winner_mix=_mix(m[m["in_winner"]], types) if len(m) else {},
                 other_mix=_mix(m[~m["in_winner"]], types) if len(m) else {},
@@ -409,7 +442,7 @@ def link_analysis(
         correlations=cors,
         regression=regression,
         transitions=transitions,
-        coverage=coverage_table(votes, checkpoints),
+        coverage=coverage_table(graded),
         agreement=_agreement(human, lab) if human is not None else None,
         findings=findings,
         notes=notes,
@@ -424,35 +457,74 @@ def _corrected(
     *,
     seed: int,
     n_boot: int,
-) -> dict[str, dict[str, float]] | None:
-    """The confusion-corrected distribution per checkpoint (issue 4's ``corrected_distributions``,
-    least squares on the simplex), from the judge's labels of wrong traces and the human
-    consensus type (most common type per trace; ties: smaller key) with its sampling weight."""
+) -> dict[str, CorrectedDistribution] | None:
+    """Per checkpoint, the judge's distribution corrected for its confusion: the same
+    ``misstep.agreement.correct_distribution`` over the same human consensus that ``summary``
+    uses, with the confusion matrix pooled over every human-labelled trace the judge typed."""
     if human is None:
         return None
-    from misstep.agreement import corrected_distributions
-
-    votes: dict[str, Counter[str]] = {}
-    weight: dict[str, float] = {}
-    for h in human:
-        if h.error_type:
-            votes.setdefault(h.trace_id, Counter())[h.error_type] += 1
-            weight[h.trace_id] = h.weight
-    consensus = {
-        tid: (sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[0][0], weight[tid])
-        for tid, c in votes.items()
-    }
+    agreed = dict(human_consensus(human).items())
     judge = dict(zip(wl["trace_id"], wl["error_type"].astype(str), strict=True))
-    if not set(judge) & set(consensus):
+    if not set(judge) & set(agreed):
         notes.append(
             "human labels share no trace with the judge's labels: distributions are uncorrected"
         )
         return None
-    cats = sorted(set(types) | {t for t, _ in consensus.values()})
+    cats = sorted(set(types) | {t for t, _ in agreed.values()})
     groups = dict(zip(wl["trace_id"], wl["checkpoint"], strict=True))
-    dists = corrected_distributions(judge, consensus, cats, groups=groups, n_boot=n_boot, seed=seed)
+    dists = corrected_distributions(judge, agreed, cats, groups=groups, n_boot=n_boot, seed=seed)
+    missing = sorted({c for d in dists.values() for c in d.not_identified})
     notes.append(
-        "corrected distributions: the judge's confusion measured on the human-labelled traces, "
-        "inverted by least squares on the simplex"
+        "with human labels, shares, changes and findings use the corrected distributions (the "
+        "judge's confusion measured on the human-labelled traces, inverted by least squares on "
+        "the simplex); the shift tests' p-values test the judge's label counts, which under a "
+        "fixed judge confusion is a test of no change in the true distribution"
     )
-    return {g: dict(d.corrected) for g, d in dists.items() if d.corrected}
+    if missing:
+        notes.append(
+            "not identified, so no corrected share is shown: "
+            + ", ".join(missing)
+            + " (no person gave the type, or the judge never uses the categories that would "
+            "tell it apart from others)"
+        )
+    return dists
+
+
+def _use_corrected(
+    shares: list[CheckpointShares],
+    shifts: list[Shift],
+    corrected: Mapping[str, CorrectedDistribution],
+    notes: list[str],
+) -> None:
+    """Replace the judge's shares by the corrected ones where identified, in place: the
+    findings, tables and report then narrate the corrected distributions."""
+    for cs in shares:
+        cd = corrected.get(cs.checkpoint)
+        if cd is None:
+            continue
+        cs.shares = {t: v for t, v in cd.corrected.items() if v is not None}
+        cs.ci = {t: ci for t, ci in cd.corrected_ci.items() if ci is not None}
+    by_ck = {cs.checkpoint: cs.shares for cs in shares}
+    for shift in shifts:
+        before, after = by_ck.get(shift.before, {}), by_ck.get(shift.after, {})
+        kept = []
+        for change in shift.changes:
+            t = change.error_type
+            if t not in before or t not in after:
+                continue
+            a, b = before[t], after[t]
+            kept.append(
+                change.model_copy(
+                    update={
+                        "share_before": a,
+                        "share_after": b,
+                        "delta": b - a,
+                        "ci": None,
+                        "cohen_h": float(
+                            2 * np.arcsin(np.sqrt(min(max(b, 0.0), 1.0)))
+                            - 2 * np.arcsin(np.sqrt(min(max(a, 0.0), 1.0)))
+                        ),
+                    }
+                )
+            )
+        shift.changes = kept

@@ -127,6 +127,8 @@ class RegressionResult(BaseModel):
     """Bootstrap resamples behind the intervals."""
     note: str | None = None
     """Plain statement when data are too few to fit, or how the model was fit."""
+    reference: str | None = None
+    """The type left out of the fit as the reference category (the most common one)."""
 
 
 def problem_regression(
@@ -139,7 +141,9 @@ def problem_regression(
 ) -> RegressionResult:
     """L2-penalised (C=1) logistic regression, features on their raw scale: the share of each
     type among the problem's labelled wrong traces, answer entropy and wrong-answer consistency.
-    The shares sum to one, so the penalty (not a dropped reference type) identifies them."""
+    The shares sum to one, so the most common type overall is the reference category and is
+    left out (with an intercept, all shares together would be collinear); each coefficient is
+    the change in log-odds when a share moves from the reference type to that type."""
     if wrong_labelled.empty:
         shares = pd.DataFrame(columns=types)
     else:
@@ -150,8 +154,15 @@ def problem_regression(
     v = votes[votes["correct_votes"] >= 1].set_index(PROBLEM_KEY)
     data = shares.join(v[["entropy", "wrong_consistency", "majority_failure"]], how="inner")
     data["wrong_consistency"] = data["wrong_consistency"].fillna(0.0)
-    features = [f"share:{t}" for t in types] + ["entropy", "wrong_consistency"]
-    x = data[[*types, "entropy", "wrong_consistency"]].to_numpy(dtype=float)
+    totals = wrong_labelled["error_type"].value_counts() if not wrong_labelled.empty else None
+    reference = (
+        sorted(types, key=lambda t: (-int(totals.get(t, 0)), t))[0]
+        if totals is not None and types
+        else None
+    )
+    kept = [t for t in types if t != reference]
+    features = [f"share:{t}" for t in kept] + ["entropy", "wrong_consistency"]
+    x = data[[*kept, "entropy", "wrong_consistency"]].to_numpy(dtype=float)
     y = data["majority_failure"].to_numpy(dtype=bool)
     n_fail = int(y.sum())
     if len(y) < MIN_REG_ROWS or n_fail < MIN_REG_CLASS or len(y) - n_fail < MIN_REG_CLASS:
@@ -192,7 +203,9 @@ def problem_regression(
             for f, c, i in zip(features, model.coef_[0], ci, strict=True)
         ],
         n_boot=len(boots),
-        note="L2-penalised (C=1) logistic regression; intervals from a problem bootstrap",
+        note="L2-penalised (C=1) logistic regression; reference type "
+        f"{reference!r} (left out: the shares sum to 1); intervals from a problem bootstrap",
+        reference=reference,
     )
 
 
@@ -258,30 +271,9 @@ def dominant_transitions(
     return moves, tables
 
 
-def coverage_table(votes: pd.DataFrame, checkpoints: list[str]) -> dict[str, Any]:
-    """Solved sets (some correct sample) per checkpoint: Jaccard matrix, retention, acquisition
-    and forgetting between consecutive checkpoints (shares as in ``misstep coverage``)."""
-    solved = {
-        ck: set(
-            map(tuple, sub.loc[sub["correct_votes"] >= 1, ["dataset", "problem_id"]].to_numpy())
-        )
-        for ck, sub in votes.groupby("checkpoint", sort=False)
-    }
-    n_problems = len(votes[["dataset", "problem_id"]].drop_duplicates())
-    sets = [solved.get(ck, set()) for ck in checkpoints]
-    jac = [[len(a & b) / len(a | b) if a | b else 1.0 for b in sets] for a in sets]
-    retention: list[float | None] = [None]
-    acquisition: list[float | None] = [None]
-    forgetting: list[float | None] = [None]
-    for prev, cur in itertools.pairwise(sets):
-        retention.append(len(cur & prev) / len(prev) if prev else None)
-        acquisition.append(len(cur - prev) / n_problems if n_problems else None)
-        forgetting.append(len(prev - cur) / n_problems if n_problems else None)
-    return {
-        "checkpoints": checkpoints,
-        "solved": [len(s) for s in sets],
-        "jaccard": jac,
-        "retention": retention,
-        "acquisition": acquisition,
-        "forgetting": forgetting,
-    }
+def coverage_table(graded: pd.DataFrame) -> dict[str, Any]:
+    """The solved-set coverage of ``misstep coverage`` (``misstep.metrics.coverage``): one
+    definition for the command, the link and the report."""
+    from misstep.metrics import coverage
+
+    return coverage(graded).to_json()

@@ -8,8 +8,8 @@ in checkpoint order (``order_checkpoints``), datasets sorted by name:
   checkpoint (x dataset) makes that checkpoint's pass@k / maj@k / sc_gain@k null, with a note
   in ``notes``; a k larger than every problem's sample count is an ``OptionError``.
 - ``answer_entropy``, ``top1_share``, ``wrong_consistency``: means over the problems where
-  they are defined (see ``_answer_stats``); ``majority_failures``: the share of *all* problems
-  that are majority-vote failures.
+  they are defined (see ``_answer_stats``); ``majority_failures``: the number of problems that
+  are majority-vote failures (``majority_failure_rate``: their share of all problems).
 - outcome counts ``n_correct``, ``n_wrong``, ``n_truncated``, ``n_no_answer`` (rows).
 
 Grouping: ``by_dataset=None`` splits by dataset exactly when the table has more than one;
@@ -93,8 +93,10 @@ class CheckpointMetrics(BaseModel):
     """Mean share of answered samples giving the most common answer."""
     wrong_consistency: float | None
     """Mean share of wrong answered samples giving the most common wrong answer."""
-    majority_failures: float
-    """Share of all problems whose full-n vote is not correct while a sample is."""
+    majority_failures: int
+    """Problems whose full-n vote is not correct while a sample is (count)."""
+    majority_failure_rate: float
+    """``majority_failures / n_problems`` (share of all problems)."""
     n_correct: int
     """Rows with outcome ``correct``."""
     n_wrong: int
@@ -127,6 +129,7 @@ class CheckpointMetrics(BaseModel):
             top1_share=self.top1_share,
             wrong_consistency=self.wrong_consistency,
             majority_failures=self.majority_failures,
+            majority_failure_rate=self.majority_failure_rate,
             n_correct=self.n_correct,
             n_wrong=self.n_wrong,
             n_truncated=self.n_truncated,
@@ -278,7 +281,8 @@ def _one_group(
         answer_entropy=_mean(stat["entropy"].to_numpy(float)),
         top1_share=_mean(stat["top1_share"].to_numpy(float)),
         wrong_consistency=_mean(stat["wrong_consistency"].to_numpy(float)),
-        majority_failures=float(stat["majority_failure"].to_numpy(bool).mean()),
+        majority_failures=int(stat["majority_failure"].to_numpy(bool).sum()),
+        majority_failure_rate=float(stat["majority_failure"].to_numpy(bool).mean()),
         n_correct=int(sub["n_correct"].sum()),
         n_wrong=int(sub["n_wrong"].sum()),
         n_truncated=int(sub["n_truncated"].sum()),

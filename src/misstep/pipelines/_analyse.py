@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from misstep.labels import HumanLabel, StoredLabel, read_human_labels, read_labels
+from misstep.agreement import read_annotations
+from misstep.labels import HumanLabel, StoredLabel, check_labels_input, read_labels
 from misstep.link import LinkResult, link_analysis
 from misstep.report import report_trace_ids, write_report
-from misstep.rollouts import Trace, grade_traces, read_traces
+from misstep.rollouts import GradedRun, Trace, load_graded, read_traces
 
 __all__ = ["RunAnalysis", "analyse_run", "collect_traces", "write_run_report"]
 
@@ -33,7 +34,7 @@ class RunAnalysis:
 
 
 def analyse_run(
-    traces_path: str | Path,
+    traces_path: str | Path | GradedRun,
     labels: str | Path,
     *,
     human: Sequence[str | Path] = (),
@@ -42,17 +43,36 @@ def analyse_run(
     input_format: str | None = None,
     regrade: bool = False,
     seed: int = 0,
+    labels_from_other_input: bool = False,
+    cache: bool = True,
     on_progress: Callable[[int], None] | None = None,
 ) -> RunAnalysis:
-    """Grade ``traces_path``, read the current labels of ``labels`` (a run directory or a
-    labels.jsonl) and the human label files, and link error types to vote failures."""
-    graded = grade_traces(
-        read_traces(traces_path, input_format=input_format),
-        regrade=regrade,
-        on_progress=on_progress,
+    """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
+    through the graded-table cache), the current labels of ``labels`` (a run directory or a
+    labels.jsonl, which must belong to that input unless ``labels_from_other_input``) and the
+    human label files, linked: error types against vote failures."""
+    run = (
+        traces_path
+        if isinstance(traces_path, GradedRun)
+        else load_graded(
+            traces_path,
+            input_format=input_format,
+            regrade=regrade,
+            cache=cache,
+            on_progress=on_progress,
+        )
     )
+    graded = run.table
     stored = read_labels(labels)
-    human_labels = [h for path in human for h in read_human_labels(path)] or None
+    check_labels_input(
+        labels,
+        stored,
+        input_path=run.input_path,
+        input_sha256=run.input_sha256,
+        trace_ids=set(graded["trace_id"].tolist()),
+        allow_other_input=labels_from_other_input,
+    )
+    human_labels = [h for path in human for h in read_annotations(path)] or None
     result = link_analysis(
         graded, stored, human=human_labels, train_metrics=train_metrics, ks=ks, seed=seed
     )

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field
 
+from misstep.errors import LabelStoreError
 from misstep.judge import (
     Judge,
     JudgeRequest,
@@ -49,10 +50,18 @@ from misstep.labels import (
     RunManifest,
     StoredLabel,
     iter_label_lines,
+    read_manifest,
     write_manifest,
 )
 from misstep.prompts import prompt_hash, render_judge_prompt
-from misstep.rollouts import Outcome, RejectSink, Trace, iter_outcomes, read_traces
+from misstep.rollouts import (
+    Outcome,
+    RejectSink,
+    Trace,
+    input_digest,
+    iter_outcomes,
+    read_traces,
+)
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
@@ -149,6 +158,7 @@ def _manifest(
     taxonomy: Taxonomy,
     judge: Judge,
     options: dict[str, Any],
+    input_sha256: str,
 ) -> RunManifest:
     judge_config = config.model_dump(mode="json")
     if "base_url" in judge_config:
@@ -156,6 +166,7 @@ def _manifest(
     inputs = [InputFile.of(traces_path)] if traces_path.exists() else []
     return RunManifest(
         inputs=inputs,
+        input_sha256=input_sha256,
         judge_config=judge_config,
         judge=judge.judge_id,
         taxonomy_id=str(taxonomy.id),
@@ -167,6 +178,20 @@ def _manifest(
         versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm")},
         options=options,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _check_same_input(run_dir: Path, traces_path: Path, digest: str) -> None:
+    """A run directory belongs to one input: labelling another one into it would mix them."""
+    existing = read_manifest(run_dir) if run_dir.is_dir() else None
+    if existing is None or existing.input_sha256 in (None, digest):
+        return
+    made_from = existing.inputs[0].path if existing.inputs else "another input"
+    raise LabelStoreError(
+        path=run_dir,
+        reason=f"this run directory holds labels of {made_from} (sha256 "
+        f"{existing.input_sha256[:12]}), not of {traces_path} (sha256 {digest[:12]})",
+        hint="label these traces into a new run directory (--out NEW_RUN_DIR)",
     )
 
 
@@ -315,6 +340,8 @@ async def arun_labeling(
     start = time.perf_counter()
     traces_path = Path(traces_path)
     run_dir = Path(run_dir)
+    digest = input_digest(traces_path)
+    _check_same_input(run_dir, traces_path, digest)
     if judge is None:
         judge = create_judge(config, taxonomy)  # probes the server before anything is written
     store = LabelStore(run_dir)
@@ -344,7 +371,7 @@ async def arun_labeling(
             "regrade": regrade,
             "skip_invalid": skip_invalid,
         }
-        write_manifest(run_dir, _manifest(traces_path, config, taxonomy, judge, options))
+        write_manifest(run_dir, _manifest(traces_path, config, taxonomy, judge, options, digest))
 
         def tally(trace: Trace, status: str, error_type: str | None) -> None:
             status_counts[status] += 1

@@ -118,19 +118,13 @@ def _fig_errors(result: LinkResult) -> str:
     x = np.arange(len(names))
     bottom = np.zeros(len(names))
     for i, t in enumerate(result.types):
-        share = np.array([c.error_dist.get(t, 0.0) for c in result.checkpoints])
-        lo = np.array(
-            [
-                c.error_dist_ci.get(t, (s, s))[0]
-                for c, s in zip(result.checkpoints, share, strict=True)
-            ]
-        )
-        hi = np.array(
-            [
-                c.error_dist_ci.get(t, (s, s))[1]
-                for c, s in zip(result.checkpoints, share, strict=True)
-            ]
-        )
+        # A checkpoint without labels, or a type that is not identified, draws no bar.
+        share = np.array([(c.error_dist or {}).get(t) or 0.0 for c in result.checkpoints])
+        cis = [
+            c.error_dist_ci.get(t) or (s, s) for c, s in zip(result.checkpoints, share, strict=True)
+        ]
+        lo = np.array([ci[0] for ci in cis])
+        hi = np.array([ci[1] for ci in cis])
         color = _PALETTE[i % len(_PALETTE)]
         ax.bar(x, share, bottom=bottom, color=color, label=t, width=0.8)
         top = bottom + share
@@ -145,8 +139,13 @@ def _fig_errors(result: LinkResult) -> str:
         )
         bottom = top
     ax.set_ylim(0, 1.05)
+    source = {c.error_dist_source for c in result.checkpoints}
     ax.set_ylabel("share of labelled wrong traces")
-    ax.set_title("error-type distribution per checkpoint (bars: 95% interval of each share)")
+    ax.set_title(
+        "error-type distribution per checkpoint"
+        + (", corrected for the judge's confusion" if source == {"corrected"} else "")
+        + " (bars: 95% interval of each share)"
+    )
     ax.legend(
         fontsize=8,
         ncol=min(6, max(1, len(result.types))),

@@ -7,23 +7,41 @@ from misstep.rollouts._grade import GradeStats, grade_traces, iter_outcomes
 from misstep.rollouts._normalize import canonical_key
 from misstep.rollouts._readers import read_traces
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
+from misstep.rollouts._table import (
+    GRADER_VERSION,
+    CacheEntry,
+    GradedRun,
+    cache_entries,
+    clear_cache,
+    default_cache_dir,
+    input_digest,
+    load_graded,
+)
 from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace, derive_trace_id
 
 __all__ = [
     "GRADED_COLUMNS",
+    "GRADER_VERSION",
     "INPUT_FORMATS",
+    "CacheEntry",
     "EquivalenceChecker",
     "Extraction",
     "GradeStats",
+    "GradedRun",
     "Outcome",
     "RejectSink",
     "Trace",
     "answers_equivalent",
+    "cache_entries",
     "canonical_key",
+    "clear_cache",
+    "default_cache_dir",
     "default_rejects_path",
     "derive_trace_id",
     "extract_answer",
     "grade_traces",
+    "input_digest",
     "iter_outcomes",
+    "load_graded",
     "read_traces",
 ]

@@ -23,6 +23,10 @@ answers first, at most ``max_cluster_pairs`` comparisons per problem (past the c
 keeps its own class: votes can be split, never wrongly merged). A row graded correct without an
 answer gets the gold's class, or ``<correct>`` when there is no gold, so that it votes for the
 right class. Rows without an answer (``truncated``, ``no_answer``) have no class.
+
+Last, a class holding both correct and wrong rows (the grade in use and the equivalence
+disagree) is split by grade, so that every class is uniformly correct or wrong: the correct
+answer class is defined by the grade in use, and maj@1 equals pass@1 exactly.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
+import numpy as np
 import pandas as pd
 
 from misstep.errors import InputError
@@ -46,9 +51,17 @@ from misstep.rollouts._extract import extract_answer
 from misstep.rollouts._normalize import canonical_key
 from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace
 
-__all__ = ["CORRECT_WITHOUT_ANSWER", "GradeStats", "grade_traces", "iter_outcomes"]
+__all__ = [
+    "CLASS_SPLIT_WRONG",
+    "CORRECT_WITHOUT_ANSWER",
+    "GradeStats",
+    "grade_traces",
+    "iter_outcomes",
+]
 
 CORRECT_WITHOUT_ANSWER = "<correct>"
+CLASS_SPLIT_WRONG = "\x1f<graded wrong>"
+"""Suffix of the answer-class key of rows graded wrong in a class whose other rows are correct."""
 _STRING = pd.StringDtype("pyarrow")
 _PROGRESS_EVERY = 10_000
 _KEY_MEMO_MAX = 1_000_000
@@ -126,6 +139,7 @@ def grade_traces(
     datasets: list[str] = []
     problem_ids: list[str] = []
     sample_idxs: list[int | None] = []
+    lengths: list[int] = []
     answers: list[str | None] = []
     keys: list[str | None] = []
     problem_of: list[int] = []
@@ -151,6 +165,7 @@ def grade_traces(
         datasets.append(interned.setdefault(trace.dataset, trace.dataset))
         problem_ids.append(interned.setdefault(trace.problem_id, trace.problem_id))
         sample_idxs.append(trace.sample_idx)
+        lengths.append(len(trace.response))
         problem_of.append(p)
         gold = trace.gold_answer
         if gold is not None and prob.gold is None:
@@ -246,9 +261,38 @@ def grade_traces(
             "answer_class": pd.array(classes, dtype=_STRING),
             "outcome": pd.array([o.value if o else None for o in outcomes], dtype=_STRING),
             "correct": pd.array(correct, dtype=bool),
+            "response_chars": pd.array(lengths, dtype="int64"),
         }
     )
+    _split_classes_by_grade(frame)
     return frame[list(GRADED_COLUMNS)]
+
+
+def _split_classes_by_grade(frame: pd.DataFrame) -> None:
+    """Make every answer class uniformly correct or wrong, in place.
+
+    The grade in use (the row's own, or the regrade) and the equivalence classes can disagree:
+    a user may grade ``9-5 = 4`` wrong while math-verify finds it equal to the gold ``4``. Such
+    a class is split in two by grade (the wrong rows get the key suffixed with
+    ``CLASS_SPLIT_WRONG``), so that a class is correct exactly when its rows are, and maj@1
+    equals pass@1."""
+    answered = frame["answer_class"].notna().to_numpy()
+    if not answered.any():
+        return
+    keys = frame.loc[answered, ["dataset", "problem_id", "answer_class"]].astype(str)
+    correct = frame.loc[answered, "correct"].to_numpy(bool)
+    group = keys.groupby(["dataset", "problem_id", "answer_class"], sort=False).ngroup().to_numpy()
+    n_groups = int(group.max()) + 1
+    n_correct = np.bincount(group, weights=correct, minlength=n_groups)
+    n_rows = np.bincount(group, minlength=n_groups)
+    mixed = (n_correct > 0) & (n_correct < n_rows)
+    move = mixed[group] & ~correct
+    if not move.any():
+        return
+    rows = np.flatnonzero(answered)[move]
+    classes = frame["answer_class"].astype(object).to_numpy(copy=True)
+    classes[rows] = [f"{key}{CLASS_SPLIT_WRONG}" for key in classes[rows]]
+    frame["answer_class"] = pd.array(classes, dtype=_STRING)
 
 
 def _classes(

@@ -79,7 +79,8 @@ class Trace(BaseModel):
 # Columns of the graded table (a pandas DataFrame) that grading produces and eval reads.
 # ``answer_class`` is a canonical key: two rows of the same (dataset, problem_id) hold the
 # same key exactly when their answers are equivalent; None when the row has no answer.
-# A class is "correct" when it holds at least one row with correct=True.
+# Every class is uniformly correct or wrong (grading splits a class by grade where the grade
+# and the equivalence disagree), so a class is correct exactly when its rows are.
 GRADED_COLUMNS: dict[str, str] = {
     "trace_id": "str",
     "checkpoint": "str",
@@ -91,4 +92,5 @@ GRADED_COLUMNS: dict[str, str] = {
     "answer_class": "str | None (equivalence-class key within the problem)",
     "outcome": "str (an Outcome value)",
     "correct": "bool",
+    "response_chars": "int64 (length of the response in characters)",
 }

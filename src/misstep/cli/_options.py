@@ -1,0 +1,162 @@
+"""Options shared by every command, declared once; and the checks every command runs on its
+options and files before it reads a single trace.
+
+Nothing heavy is imported here: ``misstep --help`` loads this module and must stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from misstep.errors import InputFormatError, OptionError, OutputError
+
+__all__ = [
+    "ByOpt",
+    "GroupBy",
+    "HumanOpt",
+    "InputFormat",
+    "InputFormatOpt",
+    "KOpt",
+    "LabelSubsetOpt",
+    "LabelsOpt",
+    "NoCacheOpt",
+    "RegradeOpt",
+    "SeedOpt",
+    "SkipInvalidOpt",
+    "TaxonomyOpt",
+    "TracesArg",
+    "check_input",
+    "check_output_file",
+    "input_format_value",
+    "parse_ks",
+]
+
+
+class InputFormat(StrEnum):
+    """``--input-format``: how to read the traces (inferred from the path when left out)."""
+
+    jsonl = "jsonl"
+    parquet = "parquet"
+    csv = "csv"
+    hf = "hf"
+    verl = "verl"
+
+
+class GroupBy(StrEnum):
+    """``--by``: one row per checkpoint x dataset, or the datasets of a checkpoint pooled."""
+
+    dataset = "dataset"
+    checkpoint = "checkpoint"
+
+
+TracesArg = Annotated[
+    Path, typer.Argument(help="Rollouts: a JSONL(.gz), Parquet or CSV file, or a directory.")
+]
+InputFormatOpt = Annotated[
+    InputFormat | None,
+    typer.Option("--input-format", help="How to read the traces; inferred from the path."),
+]
+RegradeOpt = Annotated[
+    bool,
+    typer.Option("--regrade", help="Grade against gold_answer even where rows carry `correct`."),
+]
+SkipInvalidOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-invalid",
+        help="Write invalid rows to a rejects file (its path is printed) instead of stopping.",
+    ),
+]
+NoCacheOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-cache", help="Grade again instead of reading the cached graded table, and keep none."
+    ),
+]
+LabelsOpt = Annotated[
+    Path, typer.Option("--labels", help="Run directory (or labels.jsonl) of `misstep label`.")
+]
+LabelSubsetOpt = Annotated[
+    bool,
+    typer.Option(
+        "--labels-from-other-input",
+        help="Accept a label run made from another input (e.g. a subset of these traces); "
+        "its traces are joined by trace_id.",
+    ),
+]
+HumanOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--human",
+        help="People's labels (human-labels JSONL/CSV, a filled-in task or a Label Studio "
+        "export); repeatable.",
+    ),
+]
+ByOpt = Annotated[
+    GroupBy | None,
+    typer.Option(
+        "--by",
+        help="dataset: per checkpoint x dataset (the default with several datasets); "
+        "checkpoint: pool the datasets of each checkpoint.",
+    ),
+]
+KOpt = Annotated[
+    str | None,
+    typer.Option("--k", help="Comma-separated k for pass@k and maj@k [default: 1,4,16]."),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random step.")]
+TaxonomyOpt = Annotated[
+    Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
+]
+
+DEFAULT_KS = (1, 4, 16)
+
+
+def input_format_value(value: InputFormat | None) -> str | None:
+    """The reader's name for the option's value."""
+    return value.value if value is not None else None
+
+
+def parse_ks(text: str | None) -> list[int] | None:
+    """``--k``: sorted distinct integers >= 1, or None for the default (what the data allow)."""
+    if text is None:
+        return None
+    try:
+        ks = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise OptionError(
+            option="--k", value=text, allowed="comma-separated integers, e.g. 1,4,16"
+        ) from None
+    if not ks or ks[0] < 1:
+        raise OptionError(option="--k", value=text, allowed="integers >= 1, e.g. 1,4,16")
+    return ks
+
+
+def check_input(path: Path, what: str = "input") -> None:
+    """An input file or directory that exists and can be read."""
+    if not path.exists():
+        raise InputFormatError(path=path, reason=f"{what}: no such file or directory")
+    if not os.access(path, os.R_OK):
+        raise InputFormatError(path=path, reason=f"{what}: not readable")
+
+
+def check_output_file(path: Path, option: str) -> None:
+    """A file the command will write: not a directory, in a directory that exists (or can be
+    made) and is writable. Checked before any work, so a bad path costs nothing."""
+    if path.is_dir():
+        raise OutputError(path=path, reason=f"{option} is a directory, not a file")
+    parent = path.parent
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise OutputError(path=path, reason=f"{option}: {probe} is not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputError(path=path, reason=f"{option}: cannot write in {probe}")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputError(path=path, reason=f"{option}: the file is not writable")

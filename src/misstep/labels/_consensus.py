@@ -1,0 +1,74 @@
+"""The human consensus: one rule, used by every command and the report.
+
+Per trace, over the people who gave it an error type (a label with ``error_type`` null says
+"no error" or "untyped" and does not vote on the type): the consensus type is the type most
+of them chose. When the most frequent types tie, the trace has **no consensus**: it is listed
+as tied and left out of everything built on the consensus (confusion matrices, corrections,
+per-category scores), and the commands say how many were left out. A trace typed by one person
+has that person's type. Its weight is the mean sampling weight of its labels.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from misstep.labels._human import HumanLabel
+
+__all__ = ["HumanConsensus", "human_consensus", "majority_labels"]
+
+
+def majority_labels(
+    ratings: Mapping[str, Mapping[str, str]],
+) -> tuple[dict[str, str], list[str]]:
+    """Majority label per item over the raters ({rater: {item: label}}).
+
+    Returns (consensus, tied): an item whose most frequent labels tie has no consensus and is
+    listed in ``tied`` instead (sorted)."""
+    per_item: dict[str, Counter[str]] = {}
+    for by_item in ratings.values():
+        for item, label in by_item.items():
+            per_item.setdefault(item, Counter())[label] += 1
+    agreed: dict[str, str] = {}
+    tied: list[str] = []
+    for item in sorted(per_item):
+        top = per_item[item].most_common()
+        if len(top) > 1 and top[0][1] == top[1][1]:
+            tied.append(item)
+        else:
+            agreed[item] = top[0][0]
+    return agreed, tied
+
+
+@dataclass(frozen=True)
+class HumanConsensus:
+    """The consensus error type of each trace people typed."""
+
+    types: dict[str, str]
+    """trace_id -> consensus type."""
+    weights: dict[str, float]
+    """trace_id -> mean sampling weight of its labels."""
+    tied: list[str] = field(default_factory=list)
+    """Traces whose most frequent types tie: no consensus."""
+
+    def items(self) -> Iterable[tuple[str, tuple[str, float]]]:
+        """(trace_id, (type, weight)) for every trace with a consensus."""
+        return ((t, (k, self.weights[t])) for t, k in self.types.items())
+
+
+def human_consensus(labels: Iterable[HumanLabel]) -> HumanConsensus:
+    """The consensus of ``labels`` by the rule in the module docstring."""
+    typed: dict[str, dict[str, str]] = {}
+    weights: dict[str, list[float]] = {}
+    for label in labels:
+        if label.error_type is None:
+            continue
+        typed.setdefault(label.annotator, {})[label.trace_id] = label.error_type
+        weights.setdefault(label.trace_id, []).append(label.weight)
+    agreed, tied = majority_labels(typed)
+    return HumanConsensus(
+        types=agreed,
+        weights={t: sum(weights[t]) / len(weights[t]) for t in agreed},
+        tied=tied,
+    )
