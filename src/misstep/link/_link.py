@@ -49,6 +49,7 @@ from misstep.link._shifts import (
     distribution_shifts,
 )
 from misstep.metrics._order import order_checkpoints
+from misstep.taxonomy import load_taxonomy
 
 __all__ = ["CheckpointSummary", "LinkResult", "link_analysis", "read_train_metrics"]
 
@@ -296,7 +297,9 @@ def link_analysis(
         cors.append(Correlation(x=x, y=y, kind=kind, n=n, rho=rho, p_value=p, p_raw=p, note=note))
 
     share_vec = {
-        t: np.array([cs.shares[t] if cs.n_labelled else np.nan for cs in shares], dtype=float)
+        t: np.array(
+            [cs.shares.get(t, np.nan) if cs.n_labelled else np.nan for cs in shares], dtype=float
+        )
         for t in types
     }
     for t in types:
@@ -392,7 +395,7 @@ def link_analysis(
                     for c in metrics.columns
                 },
                 error_dist=used,
-                error_dist_source="corrected" if cd is not None else "judge",
+                error_dist_source="corrected" if corrected is not None else "judge",
                 error_dist_judge=judge_shares[ck] if cs.n_labelled else None,
                 error_dist_ci=ci if cs.n_labelled else {},
                 error_dist_corrected=dict(cd.corrected) if cd is not None else None,
@@ -470,7 +473,10 @@ def _corrected(
             "human labels share no trace with the judge's labels: distributions are uncorrected"
         )
         return None
-    cats = sorted(set(types) | {t for t, _ in agreed.values()})
+    # The same categories as ``summary``: the taxonomy's, then any other key seen, so that
+    # both correct through the same confusion matrix.
+    keys = list(load_taxonomy(None).keys)
+    cats = keys + sorted((set(types) | {t for t, _ in agreed.values()}) - set(keys))
     groups = dict(zip(wl["trace_id"], wl["checkpoint"], strict=True))
     dists = corrected_distributions(judge, agreed, cats, groups=groups, n_boot=n_boot, seed=seed)
     missing = sorted({c for d in dists.values() for c in d.not_identified})

@@ -225,7 +225,8 @@ def distribution_shifts(
             if cs.n_labelled < MIN_LABELLED or cs.n_problems < MIN_PROBLEMS
         ]
         changes = []
-        for j, t in enumerate(types):
+        # A checkpoint without labels has no distribution: nothing changed "by 0 pp".
+        for j, t in enumerate(types if a.n_labelled and b.n_labelled else []):
             ra, rb = a.shares[t], b.shares[t]
             p_raw: float | None = None
             ci: tuple[float, float] | None = None

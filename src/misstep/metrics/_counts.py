@@ -37,7 +37,8 @@ class ProblemCounts:
     ``n_truncated``, ``n_no_answer``, ``n_wrong`` and ``n_correct`` (rows by ``outcome``)."""
     classes: pd.DataFrame
     """One row per (problem, answer class): ``pidx`` (row of ``problems``), ``answer_class``,
-    ``count``, ``correct`` (the class holds a correct row)."""
+    ``count``, ``correct`` (the class holds a correct row), ``n_correct`` (its correct rows;
+    a table from ``grade_traces`` has 0 or ``count``: classes are split by grade)."""
     _signatures: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def signatures(self) -> tuple[IntArray, IntArray]:
@@ -137,6 +138,7 @@ def problem_counts(graded: pd.DataFrame) -> ProblemCounts:
             else np.array([], dtype=object),
             "count": count.astype(np.int64),
             "correct": class_correct > 0,
+            "n_correct": class_correct.astype(np.int64),
         }
     )
     return ProblemCounts(problems=problems, classes=classes)

@@ -199,7 +199,14 @@ def vote_metrics(
         values, errors, monte_carlo = maj_at_k_signatures(
             unique, k, seed=seed, mc_subsets=mc_subsets
         )
-        per_k[k] = (pass_at_k(n, c, k), values[inverse], errors[inverse], monte_carlo[inverse])
+        majority = values[inverse]
+        cls = counts.classes
+        if k == 1 and bool(((cls["n_correct"] == 0) | (cls["n_correct"] == cls["count"])).all()):
+            # Every class is uniformly correct or wrong (grading splits mixed ones), so a vote of
+            # one sample is right exactly when the sample is: maj@1 = c/n = pass@1. Use the same
+            # numbers so that sc_gain@1 is exactly 0, not a rounding residue.
+            majority = pass1.copy()
+        per_k[k] = (pass_at_k(n, c, k), majority, errors[inverse], monte_carlo[inverse])
 
     datasets = sorted(problems["dataset"].unique())
     split = len(datasets) > 1 if by_dataset is None else by_dataset

@@ -22,6 +22,7 @@ majority count over ``samples`` (failed samples count as disagreeing).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
+import pandas as pd
 from pydantic import BaseModel, Field
 
 from misstep.errors import LabelStoreError
@@ -59,7 +61,7 @@ from misstep.rollouts import (
     RejectSink,
     Trace,
     input_digest,
-    iter_outcomes,
+    load_graded,
     read_traces,
 )
 
@@ -344,8 +346,18 @@ async def arun_labeling(
     _check_same_input(run_dir, traces_path, digest)
     if judge is None:
         judge = create_judge(config, taxonomy)  # probes the server before anything is written
-    store = LabelStore(run_dir)
     rejects = RejectSink(run_dir / REJECTS_FILE, source=traces_path) if skip_invalid else None
+    # Outcomes come from the input's one graded table (cached), the same every command uses.
+    try:
+        graded = load_graded(
+            traces_path, input_format=input_format, regrade=regrade, rejects=rejects, digest=digest
+        )
+    except BaseException:
+        await judge.aclose()
+        if rejects is not None:
+            rejects.close()
+        raise
+    store = LabelStore(run_dir)
     state = LabelProgress()
     # A batching backend (vllm) asks for more requests in flight so that its batches fill up.
     call_limit = max(1, config.concurrency, int(getattr(judge, "preferred_concurrency", 0)))
@@ -386,11 +398,7 @@ async def arun_labeling(
         # Bounded in-flight work keeps memory flat; the semaphore bounds concurrent calls.
         max_in_flight = 4 * call_limit
         for trace, outcome, answer in _limited(
-            iter_outcomes(
-                read_traces(traces_path, input_format=input_format, rejects=rejects),
-                regrade=regrade,
-            ),
-            limit,
+            _with_outcomes(traces_path, input_format, graded.table, skip_invalid), limit
         ):
             state.read += 1
             if rejects is not None:
@@ -444,6 +452,31 @@ async def arun_labeling(
         written_counts=dict(state.status_counts),
         error_types_by_checkpoint={ck: dict(c) for ck, c in by_checkpoint.items()},
     )
+
+
+class _CountOnly(RejectSink):
+    """The second pass over the input skips the rows the first pass already wrote out."""
+
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        self.count += 1
+
+
+def _with_outcomes(
+    traces_path: Path, input_format: str | None, table: pd.DataFrame, skip_invalid: bool
+) -> Iterator[tuple[Trace, Outcome, str | None]]:
+    """Stream the traces again beside their graded rows: the reader yields the valid rows in
+    the same order both times, so row i of the table is the i-th trace."""
+    ids = table["trace_id"].to_numpy(dtype=object)
+    outcomes = table["outcome"].to_numpy(dtype=object)
+    answers = table["answer"].astype(object).to_numpy()
+    sink = _CountOnly(os.devnull) if skip_invalid else None
+    for i, trace in enumerate(read_traces(traces_path, input_format=input_format, rejects=sink)):
+        if i >= len(ids) or ids[i] != trace.trace_id:
+            raise LabelStoreError(
+                path=traces_path, reason="the input changed while it was being labelled"
+            )
+        answer = answers[i]
+        yield trace, Outcome(outcomes[i]), None if answer is None or answer is pd.NA else answer
 
 
 def _limited(

@@ -188,13 +188,15 @@ def load_graded(
     cache_dir: Path | None = None,
     on_progress: Callable[[int], None] | None = None,
     on_hash: Callable[[int], None] | None = None,
+    digest: str | None = None,
 ) -> GradedRun:
     """The graded table of ``path``: from the cache when the same content was graded with the
     same settings, else read and graded (and cached unless rows were rejected).
 
+    ``digest``, when the caller has hashed the input already, saves hashing it again.
     Raises ``InputError`` when the input holds no trace at all."""
     source = Path(path)
-    digest = input_digest(source, on_hash)
+    digest = digest or input_digest(source, on_hash)
     key = _key(digest, input_format, regrade)
     folder = _graded_dir(cache_dir)
     if cache:
