@@ -34,6 +34,7 @@ def test_json_shape_and_pairs() -> None:
         "krippendorff_alpha_ci",
         "fleiss_kappa",
         "fleiss_items",
+        "fleiss_ratings",
     }
     pairs = {(p["a"], p["b"]): p for p in data["pairs"]}
     # ann1 vs ann2: t2 differs -> 3/4

@@ -102,3 +102,23 @@ def test_mr_gsm8k_tags_vs_rules_judge(shared_data: Path, tmp_path: Path) -> None
     # When it says arithmetic, the annotator's own tag mostly agrees ("calculation").
     assert per["arithmetic"]["precision"] is not None and per["arithmetic"]["precision"] > 0.5
     print("mr_gsm8k", pair, {k: (v["precision"], v["recall"]) for k, v in per.items()})
+
+
+def test_mrben_figures_through_the_command(shared_data: Path) -> None:
+    # The README's Mr-Ben figures, reproduced by its command: 769 traces typed by both
+    # annotators; Cohen's kappa, Krippendorff's alpha and Fleiss' kappa all 0.413.
+    result = runner.invoke(
+        app,
+        [
+            *("agree", "--human", str(shared_data / "mrben" / "human_labels.jsonl")),
+            *("--format", "json", "--n-boot", "200"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    (pair,) = data["pairs"]  # raters with no shared trace are not listed as a pair
+    assert pair["n"] == 769 and pair["cohen_kappa"] == pytest.approx(0.413, abs=5e-4)
+    overall = data["overall"]
+    assert overall["krippendorff_alpha"] == pytest.approx(0.413, abs=5e-4)
+    assert (overall["fleiss_items"], overall["fleiss_ratings"]) == (769, 2)
+    assert overall["fleiss_kappa"] == pytest.approx(0.413, abs=5e-4)

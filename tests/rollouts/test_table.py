@@ -96,3 +96,23 @@ def test_class_split_by_grade_makes_maj1_equal_pass1() -> None:
     assert row.sc_gain_at_k[1] == 0.0
     # maj@4: classes {4 ok: 2, 4 wrong: 1, 5: 1}: the right class wins outright
     assert row.maj_at_k[4] == 1.0
+
+
+def test_read_meter_reaches_the_input_size(tmp_path: Path) -> None:
+    import gzip
+
+    from misstep.rollouts import read_traces
+    from misstep.rollouts._formats import READ_METER, ReadMeter
+
+    plain = _write(tmp_path / "t.jsonl", _rows())
+    packed = tmp_path / "t.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    for path in (plain, packed):
+        meter = ReadMeter()
+        token = READ_METER.set(meter)
+        try:
+            assert len(list(read_traces(path))) == 4
+        finally:
+            READ_METER.reset(token)
+        # compressed bytes for gzip: the progress bar's total is the file's size
+        assert meter.position() == path.stat().st_size

@@ -9,6 +9,7 @@ unweighted: it describes the labelled sample itself, sampling weights are not ap
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -107,10 +108,14 @@ class OverallAgreement(BaseModel):
     krippendorff_alpha_ci: CI
     """Bootstrap 95% interval of alpha (items resampled)."""
     fleiss_kappa: float | None
-    """Fleiss' kappa over the items that every rater typed (``fleiss_items``); None when
-    fewer than two raters share any item."""
+    """Fleiss' kappa over the ``fleiss_items`` items typed by ``fleiss_ratings`` raters each
+    (Fleiss' kappa needs the same number of ratings per item, not the same raters); None when
+    no item has two ratings."""
     fleiss_items: int = 0
-    """Items typed by every rater: the ones Fleiss' kappa is computed on."""
+    """Items behind Fleiss' kappa."""
+    fleiss_ratings: int = 0
+    """Ratings per item behind Fleiss' kappa: the most common number (>= 2) among the items
+    (ties: more items, then more ratings)."""
 
 
 class CategoryRow(BaseModel):
@@ -312,8 +317,12 @@ def _overall(
             n_boot, *per_item.shape[1:]
         )
         alpha_ci = _ci(alpha_from_coincidences(boot), level)
-    # Fleiss' kappa needs the same raters on every item: the items all of them typed.
-    rows = [[typed[r][t] for r in raters] for t in items if all(t in typed[r] for r in raters)]
+    # Fleiss' kappa needs the same number of ratings on every item (the raters may differ):
+    # the items with the most common number of ratings, two or more.
+    all_rows = [[typed[r][t] for r in raters if t in typed[r]] for t in items]
+    sizes = Counter(len(row) for row in all_rows if len(row) >= 2)
+    width = max(sizes, key=lambda m: (sizes[m], m)) if sizes else 0
+    rows = [row for row in all_rows if len(row) == width]
     return OverallAgreement(
         raters=raters,
         n_items=int(pairable.sum()),
@@ -321,6 +330,7 @@ def _overall(
         krippendorff_alpha_ci=alpha_ci,
         fleiss_kappa=fleiss_kappa_of(rows),
         fleiss_items=len(rows),
+        fleiss_ratings=width,
     )
 
 

@@ -48,15 +48,19 @@ def load_run(
         console=err_console,
         transient=True,
     ) as progress:
-        hashing = progress.add_task("hashing the input", total=input_size(traces))
-        grading = progress.add_task("reading and grading", total=None, visible=False)
+        size = input_size(traces)
+        hashing = progress.add_task("hashing the input", total=size)
+        grading = progress.add_task("reading and grading", total=size, visible=False)
 
         def on_hash(done: int) -> None:
             progress.update(hashing, completed=done)
 
-        def on_progress(done: int) -> None:
+        def on_progress(done: int, read: int) -> None:
             progress.update(
-                grading, visible=True, description=f"reading and grading: {done:,} traces"
+                grading,
+                visible=True,
+                completed=read,
+                description=f"reading and grading: {done:,} traces",
             )
 
         try:

@@ -96,7 +96,7 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
     console.print(
         f"all {len(o.raters)} raters, {o.n_items} items: Krippendorff's alpha "
         f"{_f(o.krippendorff_alpha)} {_ci(o.krippendorff_alpha_ci)}, Fleiss' kappa "
-        f"{_f(o.fleiss_kappa)} on the {o.fleiss_items} items every rater typed",
+        f"{_f(o.fleiss_kappa)} on the {o.fleiss_items} items with {o.fleiss_ratings} ratings each",
         markup=False,
     )
     for entry in report.confusion:

@@ -45,7 +45,7 @@ def analyse_run(
     seed: int = 0,
     labels_from_other_input: bool = False,
     cache: bool = True,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> RunAnalysis:
     """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
     through the graded-table cache), the current labels of ``labels`` (a run directory or a

@@ -26,6 +26,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from misstep.errors import InputError, InputFormatError, OutputError
+from misstep.rollouts._formats import READ_METER, ReadMeter
 from misstep.rollouts._grade import grade_traces
 from misstep.rollouts._readers import read_traces
 from misstep.rollouts._rejects import RejectSink
@@ -39,6 +40,7 @@ __all__ = [
     "clear_cache",
     "default_cache_dir",
     "input_digest",
+    "input_size",
     "load_graded",
 ]
 
@@ -186,12 +188,14 @@ def load_graded(
     rejects: RejectSink | None = None,
     cache: bool = True,
     cache_dir: Path | None = None,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
     on_hash: Callable[[int], None] | None = None,
     digest: str | None = None,
 ) -> GradedRun:
     """The graded table of ``path``: from the cache when the same content was graded with the
     same settings, else read and graded (and cached unless rows were rejected).
+    ``on_progress(traces, bytes)`` reports the traces read and the input bytes read so far
+    (compressed bytes for gzip; 0 for Parquet and datasets folders, which are read by row).
 
     ``digest``, when the caller has hashed the input already, saves hashing it again.
     Raises ``InputError`` when the input holds no trace at all."""
@@ -203,11 +207,21 @@ def load_graded(
         cached = _read_entry(folder, key)
         if cached is not None:
             return GradedRun(cached, source, digest, from_cache=True)
-    table = grade_traces(
-        read_traces(source, input_format=input_format, rejects=rejects),
-        regrade=regrade,
-        on_progress=on_progress,
-    )
+    meter = ReadMeter()
+
+    def progress(n: int) -> None:
+        if on_progress is not None:
+            on_progress(n, meter.position())
+
+    token = READ_METER.set(meter)
+    try:
+        table = grade_traces(
+            read_traces(source, input_format=input_format, rejects=rejects),
+            regrade=regrade,
+            on_progress=progress,
+        )
+    finally:
+        READ_METER.reset(token)
     rejected = rejects.count if rejects is not None else 0
     if table.empty:
         raise InputError(
