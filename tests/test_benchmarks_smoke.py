@@ -23,3 +23,19 @@ def test_bench_grading_smoke() -> None:
     for key in ("seconds", "traces_per_s", "peak_rss_mb", "naive_traces_per_s", "speedup"):
         assert result[key] > 0
     assert sum(result["outcomes"].values()) == 1500
+
+
+def test_bench_cache_smoke(tmp_path: object) -> None:
+    out = subprocess.run(
+        [sys.executable, "benchmarks/bench_cache.py", "--n", "300"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    case = result["synthetic"]
+    assert case["traces"] == 300
+    for key in ("first_s", "second_s", "ratio", "load_first_s", "load_cached_s", "load_ratio"):
+        assert case[key] > 0
