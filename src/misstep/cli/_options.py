@@ -55,7 +55,10 @@ class GroupBy(StrEnum):
 
 
 TracesArg = Annotated[
-    Path, typer.Argument(help="Rollouts: a JSONL(.gz), Parquet or CSV file, or a directory.")
+    Path,
+    typer.Argument(
+        metavar="TRACES", help="Rollouts: a JSONL(.gz), Parquet or CSV file, or a directory."
+    ),
 ]
 InputFormatOpt = Annotated[
     InputFormat | None,
@@ -63,28 +66,37 @@ InputFormatOpt = Annotated[
 ]
 RegradeOpt = Annotated[
     bool,
-    typer.Option("--regrade", help="Grade against gold_answer even where rows carry `correct`."),
+    typer.Option(
+        "--regrade", metavar="", help="Grade against gold_answer even where rows carry `correct`."
+    ),
 ]
 SkipInvalidOpt = Annotated[
     bool,
     typer.Option(
         "--skip-invalid",
+        metavar="",
         help="Write invalid rows to a rejects file (its path is printed) instead of stopping.",
     ),
 ]
 NoCacheOpt = Annotated[
     bool,
     typer.Option(
-        "--no-cache", help="Grade again instead of reading the cached graded table, and keep none."
+        "--no-cache",
+        metavar="",
+        help="Grade again instead of reading the cached graded table, and keep none.",
     ),
 ]
 LabelsOpt = Annotated[
-    Path, typer.Option("--labels", help="Run directory (or labels.jsonl) of `misstep label`.")
+    Path,
+    typer.Option(
+        "--labels", metavar="RUN_DIR", help="Run directory (or labels.jsonl) of `misstep label`."
+    ),
 ]
 LabelSubsetOpt = Annotated[
     bool,
     typer.Option(
         "--labels-from-other-input",
+        metavar="",
         help="Accept a label run made from another input (e.g. a subset of these traces); "
         "its traces are joined by trace_id.",
     ),
@@ -93,6 +105,7 @@ HumanOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--human",
+        metavar="FILE",
         help="People's labels (human-labels JSONL/CSV, a filled-in task or a Label Studio "
         "export); repeatable.",
     ),
@@ -107,11 +120,14 @@ ByOpt = Annotated[
 ]
 KOpt = Annotated[
     str | None,
-    typer.Option("--k", help="Comma-separated k for pass@k and maj@k [default: 1,4,16]."),
+    typer.Option(
+        "--k", metavar="K,K,...", help="Comma-separated k for pass@k and maj@k (default 1,4,16)."
+    ),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random step.")]
+SeedOpt = Annotated[int, typer.Option("--seed", metavar="INT", help="Seed of every random step.")]
 TaxonomyOpt = Annotated[
-    Path | None, typer.Option("--taxonomy", help="Taxonomy YAML; default: built-in math-v1.")
+    Path | None,
+    typer.Option("--taxonomy", metavar="FILE", help="Taxonomy YAML; default: built-in math-v1."),
 ]
 
 DEFAULT_KS = (1, 4, 16)

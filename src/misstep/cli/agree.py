@@ -176,27 +176,37 @@ def agree(
         list[Path],
         typer.Option(
             "--human",
+            metavar="FILE",
             help="People's labels: human-labels JSONL/CSV, a filled-in `sample` task, or a "
             "Label Studio JSON export. Repeatable.",
         ),
     ],
     judge: Annotated[
         list[Path] | None,
-        typer.Option("--judge", help="A label run directory (or labels.jsonl). Repeatable."),
+        typer.Option(
+            "--judge",
+            metavar="RUN_DIR",
+            help="A label run directory (or labels.jsonl). Repeatable.",
+        ),
     ] = None,
     by: Annotated[
         By | None, typer.Option("--by", help="Repeat everything per checkpoint or dataset.")
     ] = None,
     traces: Annotated[
         Path | None,
-        typer.Option("--traces", help="Traces file: where --by finds each trace's group."),
+        typer.Option(
+            "--traces", metavar="FILE", help="Traces file: where --by finds each trace's group."
+        ),
     ] = None,
     output: Annotated[ReportFormat, typer.Option("--format", help="table or json.")] = (
         ReportFormat.table
     ),
     taxonomy: TaxonomyOpt = None,
     n_boot: Annotated[
-        int, typer.Option("--n-boot", min=0, help="Bootstrap resamples for the intervals.")
+        int,
+        typer.Option(
+            "--n-boot", metavar="INT", min=0, help="Bootstrap resamples for the intervals."
+        ),
     ] = 1000,
     seed: SeedOpt = 0,
     input_format: InputFormatOpt = None,
@@ -281,14 +291,18 @@ def agree(
 def sample(
     traces: TracesArg,
     labels: Annotated[
-        Path, typer.Option("--labels", help="Label run directory (or labels.jsonl).")
+        Path,
+        typer.Option("--labels", metavar="RUN_DIR", help="Label run directory (or labels.jsonl)."),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Annotation task file to write.")],
-    n: Annotated[int, typer.Option("--n", min=1, help="Traces to sample.")] = 200,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="PATH", help="Annotation task file to write.")
+    ],
+    n: Annotated[int, typer.Option("--n", metavar="INT", min=1, help="Traces to sample.")] = 200,
     stratify: Annotated[
         str,
         typer.Option(
             "--stratify",
+            metavar="FIELDS",
             help="Comma-separated strata among checkpoint, dataset, error_type, problem_id.",
         ),
     ] = "checkpoint,error_type",
@@ -380,7 +394,9 @@ def import_labels(
         Path,
         typer.Argument(help="A filled-in task (JSONL/CSV) or a Label Studio JSON export."),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Human-labels JSONL to write.")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="PATH", help="Human-labels JSONL to write.")
+    ],
     taxonomy: TaxonomyOpt = None,
 ) -> None:
     """Convert people's answers to the human-labels JSONL (trace_id, annotator, ...)."""

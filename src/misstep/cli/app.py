@@ -33,7 +33,11 @@ def _root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print misstep's version."
+            "--version",
+            metavar="",
+            callback=_version,
+            is_eager=True,
+            help="Print misstep's version.",
         ),
     ] = False,
 ) -> None:

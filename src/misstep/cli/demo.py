@@ -55,9 +55,11 @@ def _compact_table(rows: list[CheckpointMetrics]) -> Table:
 @handles_errors
 def demo(
     out: Annotated[
-        Path, typer.Option("--out", help="Directory for every file of the demo.")
+        Path, typer.Option("--out", metavar="PATH", help="Directory for every file of the demo.")
     ] = Path("demo-run"),
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic run.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="INT", help="Seed of the synthetic run.")
+    ] = 0,
 ) -> None:
     """Run the whole chain on the bundled SYNTHETIC example run with the rules judge.
 

@@ -95,45 +95,72 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
 def label(
     traces: TracesArg,
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Run directory for labels.jsonl and manifest.json.")
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="PATH", help="Run directory for labels.jsonl and manifest.json."
+        ),
     ],
     judge: Annotated[
         str,
-        typer.Option("--judge", help="Judge backend: rules (no model), openai (a server) or vllm."),
+        typer.Option(
+            "--judge",
+            metavar="NAME",
+            help="Judge backend: rules (no model), openai (a server) or vllm.",
+        ),
     ] = "rules",
     base_url: Annotated[
         str | None,
-        typer.Option("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1."),
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+        ),
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="Model name; default: the only one served.")
+        str | None,
+        typer.Option("--model", metavar="NAME", help="Model name; default: the only one served."),
     ] = None,
     taxonomy: TaxonomyOpt = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Requests in flight.")
+        int, typer.Option("--concurrency", metavar="INT", min=1, help="Requests in flight.")
     ] = 16,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 60.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per request.")
+    ] = 60.0,
     max_retries: Annotated[
-        int, typer.Option("--max-retries", min=0, help="Retries on 5xx/timeouts.")
+        int, typer.Option("--max-retries", metavar="INT", min=0, help="Retries on 5xx/timeouts.")
     ] = 3,
     samples: Annotated[
-        int, typer.Option("--samples", min=1, help="Judge samples per trace (majority).")
+        int,
+        typer.Option("--samples", metavar="INT", min=1, help="Judge samples per trace (majority)."),
     ] = 1,
     seed: SeedOpt = 0,
     include_correct: Annotated[
-        bool, typer.Option("--include-correct", help="Also judge traces whose answer is correct.")
+        bool,
+        typer.Option(
+            "--include-correct", metavar="", help="Also judge traces whose answer is correct."
+        ),
     ] = False,
     limit: Annotated[
-        int | None, typer.Option("--limit", min=1, help="Read only the first N traces.")
+        int | None,
+        typer.Option("--limit", metavar="INT", min=1, help="Read only the first N traces."),
     ] = None,
     max_trace_tokens: Annotated[
         int,
-        typer.Option("--max-trace-tokens", min=1, help="Token budget of the trace in the prompt."),
+        typer.Option(
+            "--max-trace-tokens",
+            metavar="INT",
+            min=1,
+            help="Token budget of the trace in the prompt.",
+        ),
     ] = 6000,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
     skip_invalid: Annotated[
-        bool, typer.Option("--skip-invalid", help="Write invalid rows to RUN_DIR/rejects.jsonl.")
+        bool,
+        typer.Option(
+            "--skip-invalid", metavar="", help="Write invalid rows to RUN_DIR/rejects.jsonl."
+        ),
     ] = False,
 ) -> None:
     """Label every wrong trace with its first error: type, step and quote. Re-run to resume."""

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 TrainOpt = Annotated[
     Path | None,
-    typer.Option("--train-metrics", help="CSV or JSONL with `step` and training metrics."),
+    typer.Option(
+        "--train-metrics", metavar="FILE", help="CSV or JSONL with `step` and training metrics."
+    ),
 ]
 
 
@@ -192,7 +194,7 @@ def register(app: typer.Typer) -> None:
     def report_cmd(
         traces: TracesArg,
         labels: LabelsOpt,
-        out: Annotated[Path, typer.Option("--out", help="The HTML file to write.")],
+        out: Annotated[Path, typer.Option("--out", metavar="PATH", help="The HTML file to write.")],
         human: HumanOpt = None,
         train_metrics: TrainOpt = None,
         k: KOpt = None,

@@ -140,14 +140,20 @@ def summary(
     labels: Annotated[
         Path | None,
         typer.Option(
-            "--labels", help="Label run directory: add error-type shares of wrong traces."
+            "--labels",
+            metavar="RUN_DIR",
+            help="Label run directory: add error-type shares of wrong traces.",
         ),
     ] = None,
     labels_from_other_input: LabelSubsetOpt = False,
     human: HumanOpt = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="PNG of the judge-vs-people confusion matrix (with --human)."),
+        typer.Option(
+            "--plot",
+            metavar="PNG",
+            help="PNG of the judge-vs-people confusion matrix (with --human).",
+        ),
     ] = None,
 ) -> None:
     """Per-checkpoint pass@k, maj@k, sc_gain@k, answer statistics and outcome counts."""
