@@ -56,15 +56,22 @@ def read_traces(
 def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Generator[Trace, None, None]:
     build = build_trace
     for where, records, rename in parts:
-        for line, raw, row in records:
-            try:
-                if type(row) is RowError:
-                    raise row
-                trace = build(row)
-            except RowError as err:
-                _bad(err, where, line, raw, rejects, rename)
-                continue
-            yield trace
+        try:
+            for line, raw, row in records:
+                try:
+                    if type(row) is RowError:
+                        raise row
+                    trace = build(row)
+                except RowError as err:
+                    _bad(err, where, line, raw, rejects, rename)
+                    continue
+                yield trace
+        finally:
+            # An error (or an early stop) must close the file the record source holds open
+            # now, not whenever the traceback that references it is collected.
+            close = getattr(records, "close", None)
+            if close is not None:
+                close()
 
 
 def _bad(
