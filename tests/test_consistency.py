@@ -196,3 +196,39 @@ def test_report_shows_the_link_numbers(run: dict[str, Path]) -> None:
     assert cells[:4] == ["c1", "c2", "c3", "c4"]
     assert "corrected for the judge's confusion" in html
     assert html.count("no labels") >= 2
+
+
+def test_by_dataset_agrees_with_summary(tmp_path: Path) -> None:
+    # Dataset e is dataset d with its c1/p1 failure removed (every W answer graded right).
+    rows = _rows()
+    more = []
+    for r in rows:
+        copy = {**r, "dataset": "e"}
+        if copy["checkpoint"] == "c1" and copy["problem_id"] == "p1" and copy["pred_answer"] == "W":
+            copy["correct"] = True
+        more.append(copy)
+    traces = str(_write(tmp_path / "t.jsonl", rows + more))
+    summary = _json(["summary", traces, "--format", "json", "--k", "1,4"])
+    by_group = {(r["checkpoint"], r["dataset"]): r for r in summary}
+    assert by_group[("c1", "d")]["majority_failures"] == 1
+    assert by_group[("c1", "e")]["majority_failures"] == 0
+    run = tmp_path / "run"
+    run.mkdir()
+    _write(run / "labels.jsonl", [])
+    link = _json(["link", traces, "--labels", str(run), "--by", "dataset", "--format", "json"])
+    assert sorted(link["by_dataset"]) == ["d", "e"]
+    for dataset, result in link["by_dataset"].items():
+        for c in result["checkpoints"]:
+            row = by_group[(c["checkpoint"], dataset)]
+            assert c["majority_failures"] == row["majority_failures"]
+            assert c["metrics"]["pass@1"] == pytest.approx(row["pass@1"])
+    # Pooled: the datasets' failures add up.
+    pooled = {c["checkpoint"]: c["majority_failures"] for c in link["checkpoints"]}
+    assert pooled == {"c1": 1, "c2": 2, "c3": 0, "c4": 0}
+    out = tmp_path / "report.html"
+    result = runner.invoke(
+        app, ["report", traces, "--labels", str(run), "--by", "dataset", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert out.exists() and (tmp_path / "report.d.html").exists()
+    assert (tmp_path / "report.e.html").exists()

@@ -12,6 +12,7 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote
 from misstep.cli._load import load_run
 from misstep.cli._options import (
+    GroupBy,
     HumanOpt,
     InputFormatOpt,
     KOpt,
@@ -59,6 +60,7 @@ def _analyse(
     no_cache: bool,
     labels_from_other_input: bool,
     seed: int,
+    by: GroupBy | None = None,
 ) -> RunAnalysis:
     ks = parse_ks(k) or [1, 4, 16]
     check_input(labels, "--labels")
@@ -84,6 +86,7 @@ def _analyse(
             ks=ks,
             seed=seed,
             labels_from_other_input=labels_from_other_input,
+            by=by.value if by is not None else None,
         )
 
 
@@ -169,9 +172,17 @@ def register(app: typer.Typer) -> None:
         no_cache: NoCacheOpt = False,
         labels_from_other_input: LabelSubsetOpt = False,
         seed: SeedOpt = 0,
+        by: Annotated[
+            GroupBy | None,
+            typer.Option(
+                "--by",
+                help="checkpoint: the datasets of each checkpoint pooled (the default); dataset: "
+                "also the whole analysis on each dataset alone.",
+            ),
+        ] = None,
     ) -> None:
         """Which error types moved where majority voting stopped paying off."""
-        result = _analyse(
+        analysis = _analyse(
             traces,
             labels=labels,
             human=human,
@@ -183,11 +194,19 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             labels_from_other_input=labels_from_other_input,
             seed=seed,
-        ).result
+            by=by,
+        )
+        result = analysis.result
         if fmt is LinkFormat.json:
-            typer.echo(json.dumps(result.to_json(), allow_nan=False))
-        else:
-            _print_text(result)
+            data_out = result.to_json()
+            if analysis.by_dataset:
+                data_out["by_dataset"] = {d: r.to_json() for d, r in analysis.by_dataset.items()}
+            typer.echo(json.dumps(data_out, allow_nan=False))
+            return
+        _print_text(result)
+        for name, sub in analysis.by_dataset.items():
+            out_console.rule(data(f"dataset {name}"))
+            _print_text(sub)
 
     @app.command("report")
     @handles_errors
@@ -204,6 +223,14 @@ def register(app: typer.Typer) -> None:
         no_cache: NoCacheOpt = False,
         labels_from_other_input: LabelSubsetOpt = False,
         seed: SeedOpt = 0,
+        by: Annotated[
+            GroupBy | None,
+            typer.Option(
+                "--by",
+                help="checkpoint: one report, datasets pooled (the default); dataset: also one "
+                "report per dataset beside it, OUT's name with the dataset's inserted.",
+            ),
+        ] = None,
     ) -> None:
         """Write a self-contained HTML report of the link analysis."""
         check_output_file(out, "--out")
@@ -219,9 +246,10 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             labels_from_other_input=labels_from_other_input,
             seed=seed,
+            by=by,
         )
         from misstep.pipelines import write_run_report
 
         fmt = input_format.value if input_format is not None else None
-        path = write_run_report(out, analysis, traces, input_format=fmt)
-        err_console.print(f"wrote {quote(path)}")
+        for path in write_run_report(out, analysis, traces, input_format=fmt):
+            err_console.print(f"wrote {quote(path)}")

@@ -144,8 +144,15 @@ def problem_regression(
     The shares sum to one, so the most common type overall is the reference category and is
     left out (with an intercept, all shares together would be collinear); each coefficient is
     the change in log-odds when a share moves from the reference type to that type."""
-    if wrong_labelled.empty:
-        shares = pd.DataFrame(columns=types)
+    if wrong_labelled.empty or not types:
+        return RegressionResult(
+            n=0,
+            n_failures=0,
+            intercept=None,
+            coefficients=[],
+            n_boot=0,
+            note="too few data to fit: no labelled wrong trace",
+        )
     else:
         ct = pd.crosstab(
             [wrong_labelled[c] for c in PROBLEM_KEY], wrong_labelled["error_type"]

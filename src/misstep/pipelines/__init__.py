@@ -1,6 +1,12 @@
 """End-to-end flows composed from the layers below: grade, label, demo."""
 
-from misstep.pipelines._analyse import RunAnalysis, analyse_run, collect_traces, write_run_report
+from misstep.pipelines._analyse import (
+    RunAnalysis,
+    analyse_run,
+    collect_traces,
+    dataset_report_path,
+    write_run_report,
+)
 from misstep.pipelines._demo import DEMO_KS, DemoResult, run_demo
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, arun_labeling, run_labeling
 from misstep.pipelines._synthetic import (
@@ -20,6 +26,7 @@ __all__ = [
     "analyse_run",
     "arun_labeling",
     "collect_traces",
+    "dataset_report_path",
     "make_synthetic_run",
     "run_demo",
     "run_labeling",

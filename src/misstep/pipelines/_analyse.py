@@ -7,9 +7,10 @@ browser shows.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,13 @@ from misstep.link import LinkResult, link_analysis
 from misstep.report import report_trace_ids, write_report
 from misstep.rollouts import GradedRun, Trace, load_graded, read_traces
 
-__all__ = ["RunAnalysis", "analyse_run", "collect_traces", "write_run_report"]
+__all__ = [
+    "RunAnalysis",
+    "analyse_run",
+    "collect_traces",
+    "dataset_report_path",
+    "write_run_report",
+]
 
 
 @dataclass
@@ -28,9 +35,15 @@ class RunAnalysis:
     """A graded run, its current labels and the link analysis over them."""
 
     graded: pd.DataFrame
+    """The graded table (every dataset)."""
     labels: dict[str, StoredLabel]
+    """The current label of each trace."""
     human: list[HumanLabel] | None
+    """People's labels, when given."""
     result: LinkResult
+    """The analysis with the datasets of each checkpoint pooled."""
+    by_dataset: dict[str, LinkResult] = field(default_factory=dict)
+    """With ``by="dataset"``: the same analysis run on each dataset alone, by name."""
 
 
 def analyse_run(
@@ -44,6 +57,7 @@ def analyse_run(
     regrade: bool = False,
     seed: int = 0,
     labels_from_other_input: bool = False,
+    by: str | None = None,
     cache: bool = True,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunAnalysis:
@@ -76,7 +90,20 @@ def analyse_run(
     result = link_analysis(
         graded, stored, human=human_labels, train_metrics=train_metrics, ks=ks, seed=seed
     )
-    return RunAnalysis(graded=graded, labels=stored, human=human_labels, result=result)
+    per_dataset: dict[str, LinkResult] = {}
+    if by == "dataset":
+        for name, part in graded.groupby("dataset", sort=True):
+            per_dataset[str(name)] = link_analysis(
+                part.reset_index(drop=True),
+                stored,
+                human=human_labels,
+                train_metrics=train_metrics,
+                ks=ks,
+                seed=seed,
+            )
+    return RunAnalysis(
+        graded=graded, labels=stored, human=human_labels, result=result, by_dataset=per_dataset
+    )
 
 
 def collect_traces(
@@ -96,15 +123,31 @@ def collect_traces(
     return found
 
 
+def dataset_report_path(out: str | Path, dataset: str) -> Path:
+    """``report.html`` -> ``report.<dataset>.html``, the dataset's name made safe for a file
+    name (every character but letters, digits, ``.``, ``_`` and ``-`` becomes ``_``)."""
+    path = Path(out)
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", dataset).strip(".") or "dataset"
+    return path.with_name(f"{path.stem}.{safe}{path.suffix or '.html'}")
+
+
 def write_run_report(
     out: str | Path,
     analysis: RunAnalysis,
     traces_path: str | Path,
     *,
     input_format: str | None = None,
-) -> Path:
-    """Write the self-contained HTML report of ``analysis`` to ``out``."""
-    traces = collect_traces(
-        traces_path, report_trace_ids(analysis.result), input_format=input_format
-    )
-    return write_report(out, analysis.result, traces=traces, labels=analysis.labels)
+) -> list[Path]:
+    """Write the self-contained HTML report of ``analysis`` to ``out`` and, when it was run
+    per dataset, one report per dataset beside it (``dataset_report_path``). Returns the paths
+    written, ``out`` first. The traces are streamed once for all of them."""
+    results = [(Path(out), analysis.result)]
+    results += [(dataset_report_path(out, d), r) for d, r in analysis.by_dataset.items()]
+    wanted: set[str] = set()
+    for _, result in results:
+        wanted |= report_trace_ids(result)
+    traces = collect_traces(traces_path, wanted, input_format=input_format)
+    return [
+        write_report(path, result, traces=traces, labels=analysis.labels)
+        for path, result in results
+    ]

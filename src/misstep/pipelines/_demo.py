@@ -79,7 +79,7 @@ def run_demo(
     summary = _write_json(out / "summary.json", [m.to_json() for m in metrics])
     cover = _write_json(out / "coverage.json", coverage(analysis.graded).to_json())
     link = _write_json(out / "link.json", analysis.result.to_json())
-    report = write_run_report(out / "report.html", analysis, traces)
+    report = write_run_report(out / "report.html", analysis, traces)[0]
     return DemoResult(
         out_dir=str(out),
         traces=str(traces),

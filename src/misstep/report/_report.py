@@ -105,7 +105,8 @@ def _fig_metrics(result: LinkResult) -> str:
             )
     a2.axhline(0, color="#888", lw=0.8)
     a2.set_title("self-consistency gain (maj@k - pass@1)")
-    a2.legend(fontsize=8)
+    if a2.get_legend_handles_labels()[0]:
+        a2.legend(fontsize=8)
     for ax in (a1, a2):
         _ticks(ax, names)
         ax.grid(alpha=0.3)
@@ -146,12 +147,13 @@ def _fig_errors(result: LinkResult) -> str:
         + (", corrected for the judge's confusion" if source == {"corrected"} else "")
         + " (bars: 95% interval of each share)"
     )
-    ax.legend(
-        fontsize=8,
-        ncol=min(6, max(1, len(result.types))),
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.25),
-    )
+    if result.types:
+        ax.legend(
+            fontsize=8,
+            ncol=min(6, max(1, len(result.types))),
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.25),
+        )
     _ticks(ax, names)
     return _png(fig)
 
