@@ -15,7 +15,11 @@ trace only), are:
 - ``malformed``: content that is not JSON;
 - ``truncated``: half of a valid reply with ``finish_reason: "length"``;
 - ``schema``: valid JSON that violates the schema (unknown error_type, confidence 7);
-- ``bad_evidence``: a valid label whose evidence is not in the trace.
+- ``bad_evidence``: a valid label whose evidence is not in the trace;
+- ``401``: HTTP 401, as a server whose API key does not match;
+- ``trickle``: a valid reply sent one byte every ``server.trickle_s`` seconds (for at most
+  ``server.trickle_max_s``), so no single read ever times out. ``server.trickle_get`` makes
+  ``GET /v1/models`` trickle too.
 """
 
 from __future__ import annotations
@@ -32,7 +36,17 @@ from typing import Any
 
 __all__ = ["FakeOpenAIServer"]
 
-FAULT_MODES = ("500", "503", "delay", "malformed", "truncated", "schema", "bad_evidence")
+FAULT_MODES = (
+    "500",
+    "503",
+    "401",
+    "delay",
+    "malformed",
+    "truncated",
+    "schema",
+    "bad_evidence",
+    "trickle",
+)
 _MARKER = re.compile(r"FAKE_FAULT:([a-z0-9_]+?)(?:x(\d+))?\b")
 # Step prefixes a prompt may put before each numbered step; stripped to find verbatim trace text.
 _STEP_PREFIX = re.compile(r"^\s*(?:\[\d+\]|\(\d+\)|step\s*\d+\s*[:.)]|\d+\s*[:.)])\s*", re.I)
@@ -93,6 +107,12 @@ class FakeOpenAIServer:
         """The first n chat requests answer 500, later ones succeed."""
         self.delay_s = 3.0
         """How long ``delay`` sleeps."""
+        self.trickle_s = 0.2
+        """Seconds between two bytes of a ``trickle`` reply."""
+        self.trickle_max_s = 20.0
+        """A trickle stops after this long, so that a test always ends."""
+        self.trickle_get = False
+        """``GET /v1/models`` trickles too."""
         self.error_type: str | Callable[[dict[str, Any]], str] | None = None
         """error_type to answer (or a function of the request body); None takes the schema
         enum's first value."""
@@ -182,6 +202,8 @@ class FakeOpenAIServer:
         fault = self._choose_fault(number, user_text)
         if fault in ("500", "503"):
             return int(fault), {"error": {"message": "fake server error", "type": "server_error"}}
+        if fault == "401":
+            return 401, {"error": {"message": "invalid API key", "type": "auth_error"}}
         if fault == "delay":
             time.sleep(self.delay_s)
         label = self._label(body, user_text)
@@ -196,7 +218,7 @@ class FakeOpenAIServer:
             content = "I think the error is arithmetic, in step 2."
         elif fault == "truncated":
             content, finish = content[: len(content) // 2], "length"
-        return 200, {
+        reply: dict[str, Any] = {
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": 0,
@@ -214,6 +236,9 @@ class FakeOpenAIServer:
                 "total_tokens": len(user_text) // 4 + 40,
             },
         }
+        if fault == "trickle":
+            reply["_trickle"] = True  # popped by the handler, never sent
+        return 200, reply
 
     def _label(self, body: dict[str, Any], user_text: str) -> dict[str, Any]:
         fmt = body.get("response_format") or {}
@@ -256,7 +281,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         del format, args
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, Any], trickle: bool = False) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -264,12 +289,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         # The client may have given up (timeout); nothing to do then.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(data)
+            if not trickle:
+                self.wfile.write(data)
+                return
+            end = time.monotonic() + self.fake.trickle_max_s
+            for byte in data:
+                if time.monotonic() > end:
+                    break
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(self.fake.trickle_s)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
-            self._send(200, {"object": "list", "data": data})
+            self._send(200, {"object": "list", "data": data}, trickle=self.fake.trickle_get)
         else:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -285,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": "body is not JSON"}})
             return
         status, payload = self.fake.answer(body)
-        self._send(status, payload)
+        self._send(status, payload, trickle=payload.pop("_trickle", False))
 
 
 def main() -> None:

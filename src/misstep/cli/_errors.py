@@ -57,6 +57,13 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except MisstepError as exc:
             raise _fail(exc.message, exc.hint, exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise _fail(
+                "interrupted",
+                "what was written is kept; `misstep label` resumes where it stopped when the same "
+                "command is run again",
+                130,
+            ) from None
         except OSError as exc:
             where = f"{Path(exc.filename)}: " if exc.filename else ""
             raise _fail(

@@ -125,8 +125,19 @@ def label(
         int, typer.Option("--concurrency", metavar="INT", min=1, help="Requests in flight.")
     ] = 16,
     timeout: Annotated[
-        float, typer.Option("--timeout", metavar="SECONDS", help="Seconds per request.")
+        float,
+        typer.Option(
+            "--timeout", metavar="SECONDS", help="Seconds one read from the server may take."
+        ),
     ] = 60.0,
+    deadline: Annotated[
+        float,
+        typer.Option(
+            "--deadline",
+            metavar="SECONDS",
+            help="Seconds one whole request may take, however slowly the server answers.",
+        ),
+    ] = 300.0,
     max_retries: Annotated[
         int, typer.Option("--max-retries", metavar="INT", min=0, help="Retries on 5xx/timeouts.")
     ] = 3,
@@ -183,6 +194,10 @@ def label(
         raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
     if timeout <= 0:
         raise OptionError(option="--timeout", value=timeout, allowed="a positive number of seconds")
+    if deadline <= 0:
+        raise OptionError(
+            option="--deadline", value=deadline, allowed="a positive number of seconds"
+        )
     if judge not in available_judges():
         raise OptionError(
             option="--judge", value=judge, allowed="one of " + ", ".join(available_judges())
@@ -194,6 +209,7 @@ def label(
         base_url=base_url,
         taxonomy_path=str(taxonomy) if taxonomy is not None else None,
         timeout_s=timeout,
+        deadline_s=deadline,
         max_retries=max_retries,
         concurrency=concurrency,
         samples=samples,

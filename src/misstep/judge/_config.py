@@ -28,7 +28,10 @@ class JudgeConfig(BaseModel):
     max_tokens: int = Field(default=1024, ge=1)
     """Longest reply, in tokens; a reply cut there is ``truncated``."""
     timeout_s: float = Field(default=60.0, gt=0)
-    """Timeout of one request, in seconds."""
+    """Timeout of one read from the server, in seconds (httpx's per-operation timeout)."""
+    deadline_s: float = Field(default=300.0, gt=0)
+    """Total time one request (and the server probe) may take, in seconds, however the server
+    trickles its bytes; past it the request counts as timed out (and is retried)."""
     max_retries: int = Field(default=3, ge=0)
     """Retries after a 5xx, a timeout or a connection error (bounded, with backoff)."""
     concurrency: int = Field(default=16, ge=1)

@@ -16,6 +16,7 @@ costs 1.6 ms.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from typing import TYPE_CHECKING, Any
@@ -52,17 +53,31 @@ def _api_key() -> str:
     return os.environ.get("OPENAI_API_KEY") or "EMPTY"
 
 
+def _get_within(url: str, timeout: float) -> tuple[int, bytes]:
+    """GET with ``timeout`` as a total deadline: the body is read as it arrives and the clock
+    is checked after each piece, so a server trickling bytes cannot stretch the wait (httpx's
+    own timeout applies to each read)."""
+    deadline = time.monotonic() + timeout
+    headers = {"Authorization": f"Bearer {_api_key()}"}
+    with httpx.stream("GET", url, timeout=timeout, headers=headers) as response:
+        body = bytearray()
+        for chunk in response.iter_raw():
+            body += chunk
+            if time.monotonic() > deadline:
+                raise TimeoutError
+        return response.status_code, bytes(body)
+
+
 def probe_server(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> list[str]:
     """GET ``{base_url}/models`` and return the served model ids.
 
     Raises JudgeUnavailableError (naming the URL and how to start vLLM) when the server is
-    down, slow, answers an error, or does not answer like an OpenAI-compatible server."""
+    down, slow, answers an error, or does not answer like an OpenAI-compatible server.
+    ``timeout`` bounds the whole exchange, not each read."""
     url = base_url.rstrip("/") + "/models"
     try:
-        response = httpx.get(
-            url, timeout=timeout, headers={"Authorization": f"Bearer {_api_key()}"}
-        )
-    except httpx.TimeoutException:
+        status, body = _get_within(url, timeout)
+    except (httpx.TimeoutException, TimeoutError):
         raise JudgeUnavailableError(
             url=base_url, reason=f"no answer to GET {url} within {timeout:g} s"
         ) from None
@@ -70,14 +85,18 @@ def probe_server(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> list[str]:
         raise JudgeUnavailableError(
             url=base_url, reason=f"cannot connect ({type(exc).__name__})"
         ) from None
-    if response.status_code != 200:
+    if status != 200:
         raise JudgeUnavailableError(
             url=base_url,
-            reason=f"GET {url} answered HTTP {response.status_code}; is the URL right "
-            "(it usually ends in /v1)?",
+            reason=f"GET {url} answered HTTP {status}"
+            + (
+                ": the server refused the API key (set OPENAI_API_KEY)"
+                if status in (401, 403)
+                else "; is the URL right (it usually ends in /v1)?"
+            ),
         )
     try:
-        data = response.json()["data"]
+        data = json.loads(body)["data"]
         models = [str(item["id"]) for item in data]
     except (ValueError, KeyError, TypeError):
         raise JudgeUnavailableError(
@@ -119,6 +138,7 @@ class OpenAIJudge:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         timeout_s: float = 60.0,
+        deadline_s: float = 300.0,
         max_retries: int = 3,
         concurrency: int = 16,
         max_reasks: int = MAX_REASKS,
@@ -138,6 +158,7 @@ class OpenAIJudge:
         self._temperature = temperature
         self._max_tokens = max_tokens
         self._max_retries = max_retries
+        self._deadline_s = deadline_s
         self._max_reasks = max_reasks
         self._backoff_base_s = backoff_base_s
         # Enough pooled connections for every in-flight request, so none waits for a socket.
@@ -174,7 +195,15 @@ class OpenAIJudge:
             "seed": seed,
             "response_format": self._response_format,
         }
-        return await self._client.post("/chat/completions", cast_to=object, body=body)
+        try:
+            # A total deadline: httpx's timeout is per read, and a server that trickles one
+            # byte at a time never trips it.
+            return await asyncio.wait_for(
+                self._client.post("/chat/completions", cast_to=object, body=body),
+                self._deadline_s,
+            )
+        except TimeoutError:
+            raise _DeadlineExceeded(self._deadline_s) from None
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         """Label one trace; never raises for a bad reply or an unreachable server."""
@@ -192,18 +221,31 @@ class OpenAIJudge:
             attempts += 1
             try:
                 completion = await self._create(messages, request.seed)
-            except _RETRYABLE as exc:
+            except (*_RETRYABLE, _DeadlineExceeded) as exc:
                 if retries >= self._max_retries:
+                    down = (
+                        "unreachable"
+                        if isinstance(
+                            exc, (openai.APIConnectionError, _DeadlineExceeded)
+                        )  # a timeout is a connection error subclass
+                        else None
+                    )
                     return result(
                         LabelStatus.FAILED,
                         reason=f"{_describe(exc)}; gave up after {attempts} attempt(s)",
+                        server_down=down,
                     )
                 retries += 1
                 await asyncio.sleep(backoff_delay(retries, base_s=self._backoff_base_s))
                 continue
             except openai.APIError as exc:
                 # A 4xx other than 429: retrying the same request cannot help.
-                return result(LabelStatus.FAILED, reason=_describe(exc))
+                auth = isinstance(exc, openai.APIStatusError) and exc.status_code in (401, 403)
+                return result(
+                    LabelStatus.FAILED,
+                    reason=_describe(exc),
+                    server_down="auth" if auth else None,
+                )
 
             try:
                 choice = completion["choices"][0]
@@ -248,14 +290,37 @@ class OpenAIJudge:
             return result(LabelStatus.OK, label=label, raw_reply=None, extra={"usage": usage})
 
 
-def _describe(exc: openai.APIError) -> str:
+class _DeadlineExceeded(Exception):
+    """A request outlived its total deadline."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__(f"no complete answer within the {deadline_s:g} s deadline")
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, _DeadlineExceeded):
+        return str(exc)
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
     if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code} from the server"
+        return f"HTTP {exc.status_code} from the server" + _server_message(exc)
     if isinstance(exc, openai.APIConnectionError):
         return "connection error"
     return type(exc).__name__
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    """The server's own words (vLLM says why a prompt is too long or a schema rejected)."""
+    body = exc.body
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else None
+        message = message or body.get("message")
+    if not message:
+        return ""
+    text = " ".join(str(message).split())
+    return f": {text[:300]}"
 
 
 def _summarise(exc: ValidationError) -> str:
@@ -272,7 +337,9 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
     from misstep.prompts import prompt_hash
 
     base_url = config.base_url or DEFAULT_BASE_URL
-    served = probe_server(base_url, timeout=min(PROBE_TIMEOUT_S, float(config.timeout_s)))
+    served = probe_server(
+        base_url, timeout=min(PROBE_TIMEOUT_S, float(config.timeout_s), float(config.deadline_s))
+    )
     model = choose_model(base_url, config.model, served)
     resolved = config.model_copy(update={"model": model, "base_url": base_url})
     return OpenAIJudge(
@@ -284,6 +351,7 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         timeout_s=config.timeout_s,
+        deadline_s=config.deadline_s,
         max_retries=config.max_retries,
         concurrency=config.concurrency,
         server_model=model if model in served else None,

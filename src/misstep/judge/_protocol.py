@@ -42,6 +42,10 @@ class JudgeResult:
     raw_reply: str | None = None
     reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    server_down: str | None = None
+    """Set when the failure says the server itself is unusable, not this trace: ``unreachable``
+    (connection errors or timeouts after every retry) or ``auth`` (HTTP 401/403). The pipeline
+    stops after a few such results in a row instead of failing every remaining trace."""
 
 
 @runtime_checkable

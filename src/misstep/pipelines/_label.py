@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from misstep.errors import LabelStoreError
+from misstep.errors import JudgeUnavailableError, LabelStoreError
 from misstep.judge import (
     Judge,
     JudgeRequest,
@@ -72,6 +72,9 @@ if TYPE_CHECKING:
 __all__ = ["LabelProgress", "LabelRunSummary", "arun_labeling", "run_labeling"]
 
 REJECTS_FILE = "rejects.jsonl"
+STOP_AFTER_SERVER_DOWN = 3
+"""Traces in a row whose requests all found the server unreachable (or refusing the key)
+after which labelling stops with ``JudgeUnavailableError`` (exit status 3)."""
 
 
 @dataclass
@@ -243,6 +246,10 @@ class _Run:
         self.on_progress = on_progress
         self.order = {key: i for i, key in enumerate(taxonomy.keys)}
         self.calls = asyncio.Semaphore(max(1, call_limit))
+        self.down_streak = 0
+        """Traces in a row whose every request said the server is unusable."""
+        self.stop: JudgeUnavailableError | None = None
+        """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
 
     def write(self, label: StoredLabel) -> None:
         self.store.append(label)
@@ -272,6 +279,33 @@ class _Run:
         self.progress.calls += max(1, result.attempts)
         return result
 
+    def _watch_server(self, results: list[JudgeResult]) -> None:
+        kinds = {r.server_down for r in results}
+        if None in kinds:
+            self.down_streak = 0
+            return
+        self.down_streak += 1
+        if self.down_streak < STOP_AFTER_SERVER_DOWN or self.stop is not None:
+            return
+        url = str(getattr(self.judge, "base_url", None) or self.config.base_url or "the server")
+        if "auth" in kinds:
+            reason = (
+                f"it refused {self.down_streak} requests in a row with HTTP 401/403: the API "
+                "key (OPENAI_API_KEY) is missing or wrong"
+            )
+        else:
+            reason = (
+                f"{self.down_streak} requests in a row could not reach it (connection "
+                f"refused, or no complete answer within {self.config.deadline_s:g} s, after "
+                f"{self.config.max_retries} retries each)"
+            )
+        self.stop = JudgeUnavailableError(
+            url=url,
+            reason=reason + "; labelling stopped, the labels written so far are kept",
+            hint="fix the server (or the key) and run the same command again: it resumes "
+            "where it stopped",
+        )
+
     async def label(self, trace: Trace, answer: str | None) -> StoredLabel:
         rendered = render_judge_prompt(
             self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
@@ -292,6 +326,7 @@ class _Run:
         results = await asyncio.gather(*(self._one(r) for r in requests))
         wall_ms = (time.perf_counter() - start) * 1000.0
         results = [_check_step(r, len(steps)) for r in results]
+        self._watch_server(results)
         chosen, agree = _majority(results, self.order)
         fields: dict[str, Any] = {}
         if chosen.status is LabelStatus.OK and chosen.label is not None:
@@ -400,6 +435,8 @@ async def arun_labeling(
         for trace, outcome, answer in _limited(
             _with_outcomes(traces_path, input_format, graded.table, skip_invalid), limit
         ):
+            if run.stop is not None:
+                break
             state.read += 1
             if rejects is not None:
                 state.rejected = rejects.count
@@ -424,7 +461,7 @@ async def arun_labeling(
                 for task in finished:
                     task.result()  # re-raise a bug, never swallow it
             await asyncio.sleep(0)  # let replies be processed between reads
-        if pending:
+        if pending and run.stop is None:
             for outcome_or_error in await asyncio.gather(*pending, return_exceptions=True):
                 if isinstance(outcome_or_error, BaseException):
                     raise outcome_or_error
@@ -437,6 +474,8 @@ async def arun_labeling(
         if rejects is not None:
             rejects.close()
         await judge.aclose()
+    if run.stop is not None:
+        raise run.stop
     if progress is not None:
         progress(state)
     return LabelRunSummary(
