@@ -20,10 +20,13 @@ its own class, so a class can only be split, never wrongly merged).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
 import signal
+import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -63,7 +66,30 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
     raise _ComparisonTimeout
 
 
-def _init_worker() -> None:
+def _die_with_parent(parent: int) -> None:
+    """Make this worker end when the process that made the pool ends, however it ends (kill -9
+    included): otherwise a worker blocked on the pool's pipe lives on for minutes."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:  # the portable fallback: poll the parent
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="misstep-parent-watch", daemon=True).start()
+
+
+def _init_worker(parent: int) -> None:
+    _die_with_parent(parent)
+    # Ctrl-C reaches the whole process group: the parent handles it and ends the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGALRM, _on_alarm)
     # math-verify logs a warning on every call made with its own timeout disabled.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
@@ -330,6 +356,7 @@ class EquivalenceChecker:
                 max_workers=self._n_workers(),
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_init_worker,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
