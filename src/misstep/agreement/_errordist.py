@@ -178,6 +178,7 @@ def plot_confusion(
     )
     sums = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, sums, out=np.zeros_like(counts), where=sums > 0)
+    plt.rcParams["text.parse_math"] = False  # category names are data, never mathtext
     fig, ax = plt.subplots(figsize=(1.2 * len(cats) + 2, 1.0 * len(cats) + 1.5))
     ax.imshow(shares, vmin=0.0, vmax=1.0, cmap="Blues")
     ax.set_xticks(range(len(cats)), cats, rotation=30, ha="right")

@@ -75,7 +75,7 @@ def _ci(ci: tuple[float, float] | None) -> str:
 def _print_report(console: Console, report: AgreementReport, title: str = "") -> None:
     from rich.table import Table
 
-    pairs = Table(title=f"{title}agreement on error types, pair by pair")
+    pairs = Table(title=data(f"{title}agreement on error types, pair by pair"))
     for column in ("a", "b", "n", "agreement", "95% CI", "Cohen's kappa", "95% CI "):
         if column in ("a", "b"):
             pairs.add_column(column, overflow="fold")  # rater names are never cut
@@ -101,17 +101,19 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
     )
     for entry in report.confusion:
         table = Table(
-            title=f"{title}{entry.rater} against {entry.reference}: accuracy "
-            f"{_f(entry.accuracy)} {_ci(entry.accuracy_ci)} on {entry.n} items "
-            "(rows: reference, columns: rater)"
+            title=data(
+                f"{title}{entry.rater} against {entry.reference}: accuracy "
+                f"{_f(entry.accuracy)} {_ci(entry.accuracy_ci)} on {entry.n} items "
+                "(rows: reference, columns: rater)"
+            )
         )
         table.add_column("reference \\ rater")
         for category in entry.categories:
-            table.add_column(category, justify="right")
+            table.add_column(data(category), justify="right")
         for category, row in zip(entry.categories, entry.counts, strict=True):
-            table.add_row(category, *(str(v) for v in row))
+            table.add_row(data(category), *(str(v) for v in row))
         console.print(table)
-        cats = Table(title=f"{title}{entry.rater} per category")
+        cats = Table(title=data(f"{title}{entry.rater} per category"))
         for column in ("category", "support", "precision", "recall", "F1", "95% CI", "prev ref"):
             cats.add_column(column, justify="left" if column == "category" else "right")
         cats.add_column("prev rater", justify="right")
@@ -119,7 +121,7 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
             if row_.rater != entry.rater:
                 continue
             cats.add_row(
-                row_.category,
+                data(row_.category),
                 str(row_.support),
                 _f(row_.precision),
                 _f(row_.recall),
@@ -130,15 +132,15 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
             )
         console.print(cats)
     if report.steps:
-        steps = Table(title=f"{title}first error step")
+        steps = Table(title=data(f"{title}first error step"))
         for column in ("a", "b", "n", "exact", "95% CI", "acc. erroneous", "acc. error-free"):
             steps.add_column(column, justify="left" if column in ("a", "b") else "right")
         steps.add_column("ProcessBench F1", justify="right")
         steps.add_column("95% CI ", justify="right")
         for s in report.steps:
             steps.add_row(
-                s.a,
-                s.b,
+                data(s.a),
+                data(s.b),
                 str(s.n),
                 _f(s.exact_agreement),
                 _ci(s.exact_agreement_ci),
@@ -151,22 +153,24 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
     if report.disagreements:
         shown = report.disagreements[:_MAX_SHOWN_DISAGREEMENTS]
         table = Table(
-            title=f"{len(report.disagreements)} disagreeing item(s)"
-            + (
-                f", first {len(shown)} (all with --format json)"
-                if len(shown) < len(report.disagreements)
-                else ""
+            title=data(
+                f"{len(report.disagreements)} disagreeing item(s)"
+                + (
+                    f", first {len(shown)} (all with --format json)"
+                    if len(shown) < len(report.disagreements)
+                    else ""
+                )
             )
         )
         for column in ("trace_id", "a", "label a", "b", "label b"):
             table.add_column(column)
         for d in shown:
-            table.add_row(d.trace_id, d.a, d.label_a, d.b, d.label_b)
+            table.add_row(*(data(v) for v in (d.trace_id, d.a, d.label_a, d.b, d.label_b)))
         console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"note: {note}", markup=False)
     for group, sub in report.groups.items():
-        console.rule(f"{report.by} = {group}")
+        console.rule(data(f"{report.by} = {group}"))
         _print_report(console, sub, title=f"[{group}] ")
 
 

@@ -266,13 +266,15 @@ def render_report(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    figures = {
-        "metrics": _fig_metrics(result),
-        "errors": _fig_errors(result),
-        "coverage": _fig_coverage(result),
-    }
-    if result.agreement and result.agreement.get("n"):
-        figures["confusion"] = _fig_confusion(result.agreement)
+    # Checkpoint and type names are data: never matplotlib mathtext (`ckpt_$x^{$` is a name).
+    with plt.rc_context({"text.parse_math": False}):
+        figures = {
+            "metrics": _fig_metrics(result),
+            "errors": _fig_errors(result),
+            "coverage": _fig_coverage(result),
+        }
+        if result.agreement and result.agreement.get("n"):
+            figures["confusion"] = _fig_confusion(result.agreement)
     failures = _failure_data(result, traces or {}, labels)
     metric_keys = ["pass@1"] + [f"{p}@{k}" for k in result.ks if k > 1 for p in ("maj", "sc_gain")]
     return env.get_template("report.html.j2").render(
