@@ -211,3 +211,35 @@ def test_reject_sink_unwritable_path(tmp_path: Path) -> None:
 def test_default_rejects_path(tmp_path: Path, given: str, name: str) -> None:
     assert default_rejects_path(given, tmp_path) == tmp_path / name
     assert default_rejects_path(given) == Path.cwd() / name
+
+
+def test_csv_invalid_utf8_names_its_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"problem_id,response\np1,fine\np2,caf\xe9 au lait\n")
+    with pytest.raises(InvalidRecordError) as info:
+        list(read_traces(path))
+    assert (info.value.line, info.value.field) == (3, "response")
+    assert "not valid UTF-8" in str(info.value)
+
+
+def test_duplicate_trace_ids_name_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    row = b'{"trace_id": "a", "problem_id": "p", "response": "r"}'
+    path.write_bytes(b"\n".join([row, GOOD, row]) + b"\n")
+    with pytest.raises(InvalidRecordError) as info:
+        list(read_traces(path))
+    assert (info.value.line, info.value.field) == (3, "trace_id")
+    assert "line 1" in str(info.value)
+    sink = RejectSink(tmp_path / "rejects.jsonl")
+    kept = list(read_traces(path, rejects=sink))
+    sink.close()
+    assert [t.trace_id for t in kept][0] == "a" and len(kept) == 2  # the later one is rejected
+    assert sink.count == 1
+
+
+def test_identical_rows_without_ids_are_numbered_not_merged(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"\n".join([GOOD, GOOD, GOOD]) + b"\n")
+    ids = [t.trace_id for t in read_traces(path)]
+    assert len(set(ids)) == 3 and ids[1] == ids[0] + "#2" and ids[2] == ids[0] + "#3"
+    assert ids == [t.trace_id for t in read_traces(path)]  # stable

@@ -55,6 +55,9 @@ def read_traces(
 
 def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Generator[Trace, None, None]:
     build = build_trace
+    # trace_id -> (file, line) of its first row: a second row with the same id is an input
+    # error (it would overwrite the first one's label and vote twice).
+    seen: dict[str, tuple[str, int]] = {}
     for where, records, rename in parts:
         try:
             for line, raw, row in records:
@@ -62,6 +65,21 @@ def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Generator[Trac
                     if type(row) is RowError:
                         raise row
                     trace = build(row)
+                    first = seen.setdefault(trace.trace_id, (where, line))
+                    if first != (where, line) and not row.get("trace_id"):
+                        # A derived id repeats when two rows without sample_idx hold the same
+                        # response: number the repeats in input order (stable for one file).
+                        trace.trace_id = _next_free(trace.trace_id, seen)
+                        seen[trace.trace_id] = (where, line)
+                    elif first != (where, line):
+                        other = f"line {first[1]}"
+                        if first[0] != where:
+                            other += f" of {first[0]}"
+                        raise RowError(
+                            f"duplicate trace_id: {other} has the same one",
+                            field="trace_id",
+                            value=trace.trace_id,
+                        )
                 except RowError as err:
                     _bad(err, where, line, raw, rejects, rename)
                     continue
@@ -72,6 +90,13 @@ def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Generator[Trac
             close = getattr(records, "close", None)
             if close is not None:
                 close()
+
+
+def _next_free(trace_id: str, seen: Mapping[str, object]) -> str:
+    n = 2
+    while f"{trace_id}#{n}" in seen:
+        n += 1
+    return f"{trace_id}#{n}"
 
 
 def _bad(
@@ -165,10 +190,42 @@ def _csv_records(path: Path) -> Iterator[Record]:
                 except RowError as err:
                     row = err
                 yield line, raw, row
+        except UnicodeDecodeError:
+            raise _bad_utf8(path) from None
         except csv.Error as exc:
             raise _unreadable(path, reader.line_num, exc) from exc
         except _READ_ERRORS as exc:
             raise _unreadable(path, reader.line_num, exc) from exc
+
+
+def _bad_utf8(path: Path) -> InvalidRecordError:
+    """Where the first byte that is not UTF-8 sits: its line and, by the header, its field.
+    (The text layer decodes in large chunks, so its own error knows neither.)"""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    line, header, before = 1, None, b""
+    with open_binary(path) as handle:
+        for raw in handle:
+            try:
+                decoder.decode(raw)
+            except UnicodeDecodeError as exc:
+                before = raw[: exc.start]
+                break
+            if header is None:
+                header = next(csv.reader([raw.decode("utf-8-sig")]), [])
+            line += 1
+        else:
+            return InvalidRecordError(path=path, line=line, reason="not valid UTF-8")
+    cells = next(csv.reader([before.decode("utf-8", "replace")]), [""])
+    field = header[len(cells) - 1] if header and 0 < len(cells) <= len(header) else None
+    return InvalidRecordError(
+        path=path,
+        line=line,
+        field=field,
+        reason="not valid UTF-8",
+        hint="re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+    )
 
 
 def _csv_parts(path: Path) -> list[Part]:
