@@ -233,7 +233,7 @@ def test_duplicate_trace_ids_name_both_lines(tmp_path: Path) -> None:
     sink = RejectSink(tmp_path / "rejects.jsonl")
     kept = list(read_traces(path, rejects=sink))
     sink.close()
-    assert [t.trace_id for t in kept][0] == "a" and len(kept) == 2  # the later one is rejected
+    assert kept[0].trace_id == "a" and len(kept) == 2  # the later one is rejected
     assert sink.count == 1
 
 
