@@ -90,7 +90,7 @@ class InvalidRecordError(InputError):
             what += f" (got {_short(value)})"
         super().__init__(
             f"{where}: {what}",
-            hint=hint or "fix the row, or pass --skip-invalid to write it to a rejects file",
+            hint=hint or "fix the row",
         )
 
 

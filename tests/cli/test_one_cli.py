@@ -198,3 +198,34 @@ def test_rules_judge_correction_is_not_identified(tmp_path: Path) -> None:
     assert corrected["broken_derivation"] is None  # no person gave it
     table = runner.invoke(app, args)
     assert "n/i" in table.stdout and "not identified" in table.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_exit_2_without_traceback(tmp_path: Path) -> None:
+    human = _write(
+        tmp_path / "h.jsonl", [{"trace_id": "t", "annotator": "a", "error_type": "other"}]
+    )
+    result = runner.invoke(app, ["import-labels", str(human), "--out", "/dev/full"])
+    assert result.exit_code == 2 and "/dev/full" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_hints_name_only_options_that_exist(tmp_path: Path) -> None:
+    human = tmp_path / "h.jsonl"
+    human.write_text('{"annotator": "a", "error_type": "other"}\n', encoding="utf-8")
+    for args in (["agree", "--human", str(human)], ["import-labels", str(human), "-o", "x"]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "--skip-invalid" not in result.stderr, result.stderr
+    traces = tmp_path / "t.jsonl"
+    traces.write_text('{"problem_id": "p"}\n', encoding="utf-8")  # no response
+    result = runner.invoke(app, ["summary", str(traces)])
+    assert result.exit_code == 2 and "--skip-invalid" in result.stderr
+
+
+def test_label_writes_nothing_before_a_valid_row(tmp_path: Path) -> None:
+    traces = tmp_path / "t.jsonl"
+    traces.write_text('{"problem_id": "p"}\n', encoding="utf-8")
+    run = tmp_path / "run"
+    result = runner.invoke(app, ["label", str(traces), "--out", str(run)])
+    assert result.exit_code == 2
+    assert not run.exists() or not any(run.iterdir())

@@ -119,3 +119,20 @@ def test_every_append_reaches_the_file_before_close(tmp_path: Path) -> None:
     assert os.path.getsize(tmp_path / "labels.jsonl") > 0
     assert list(read_labels(tmp_path)) == ["a"]
     store.close()
+
+
+def test_a_cut_last_line_longer_than_64_kib_is_repaired(tmp_path: Path) -> None:
+    from misstep.labels import LabelStatus, LabelStore, StoredLabel, read_labels
+
+    run = tmp_path / "run"
+    run.mkdir()
+    good = StoredLabel(trace_id="t1", judge="j", status=LabelStatus.OK, error_type="other")
+    long = StoredLabel(
+        trace_id="t2", judge="j", status=LabelStatus.UNPARSEABLE, raw_reply="x" * 200_000
+    )
+    line = long.model_dump_json().encode()
+    (run / "labels.jsonl").write_bytes(good.model_dump_json().encode() + b"\n" + line[:150_000])
+    with LabelStore(run) as store:  # a 150 KB fragment: cut off, not an error
+        assert store.dropped_bytes == 150_000
+        store.append(StoredLabel(trace_id="t3", judge="j", status=LabelStatus.SKIPPED))
+    assert sorted(read_labels(run)) == ["t1", "t3"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -14,9 +15,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from misstep.errors import MisstepError
+from misstep.errors import MisstepError, OutputError
 
-__all__ = ["data", "err_console", "handles_errors", "out_console", "quote"]
+__all__ = [
+    "data",
+    "err_console",
+    "handles_errors",
+    "out_console",
+    "quote",
+    "writing",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,6 +52,19 @@ def _fail(message: str, hint: str | None, code: int) -> typer.Exit:
     if hint:
         err_console.print(f"[yellow]hint:[/] {escape(hint)}", markup=True, soft_wrap=True)
     return typer.Exit(code=code)
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Name the file in any error writing it (a full disk's ENOSPC carries no file name)."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(
+            path=path,
+            reason=f"cannot write it: {exc.strerror or exc}",
+            hint="check the path, its permissions and the free disk space",
+        ) from None
 
 
 def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:

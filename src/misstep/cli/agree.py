@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from misstep.cli._errors import data, err_console, handles_errors, out_console, quote
+from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._options import (
     InputFormatOpt,
     LabelSubsetOpt,
@@ -379,7 +379,8 @@ def sample(
             f"no trace of {traces} has an ok label in {labels}: nothing to sample",
             hint="run `misstep label` first, on the same traces file",
         )
-    written = write_task(rows, out, fmt=fmt.value, categories=tax.keys)
+    with writing(out):
+        written = write_task(rows, out, fmt=fmt.value, categories=tax.keys)
     strata = sorted({r.stratum for r in rows})
     err_console.print(
         f"sampled {len(rows)} trace(s) from {len(strata)} strata ({', '.join(fields) or 'none'}), "
@@ -415,10 +416,11 @@ def import_labels(
     rows = read_annotations(source, keys=tax.keys)
     if not rows:
         raise AnalysisError(f"{source}: no filled-in label", hint="fill in the task first")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("wb") as fh:
-        for row in rows:
-            fh.write(orjson.dumps(row.model_dump(exclude_none=True)) + b"\n")
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("wb") as fh:
+            for row in rows:
+                fh.write(orjson.dumps(row.model_dump(exclude_none=True)) + b"\n")
     annotators = sorted({r.annotator for r in rows})
     err_console.print(
         f"wrote {len(rows)} label(s) by {len(annotators)} annotator(s) "
@@ -491,7 +493,8 @@ def summary_error_section(
                 for key, value in (record.pop(name, None) or {}).items():
                     record[f"{name}.{key}"] = value
     if plot is not None:
-        written = plot_confusion(stored, people, keys, plot)
+        with writing(plot):
+            written = plot_confusion(stored, people, keys, plot)
         err_console.print(f"wrote the confusion matrix to {quote(written)}", soft_wrap=True)
     corrected = bool(people)
     title = (

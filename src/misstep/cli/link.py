@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from misstep.cli._errors import data, err_console, handles_errors, out_console, quote
+from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_run
 from misstep.cli._options import (
     GroupBy,
@@ -251,5 +251,7 @@ def register(app: typer.Typer) -> None:
         from misstep.pipelines import write_run_report
 
         fmt = input_format.value if input_format is not None else None
-        for path in write_run_report(out, analysis, traces, input_format=fmt):
+        with writing(out):
+            paths = write_run_report(out, analysis, traces, input_format=fmt)
+        for path in paths:
             err_console.print(f"wrote {quote(path)}")

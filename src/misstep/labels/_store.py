@@ -80,16 +80,21 @@ class LabelStore:
         if size == 0:
             return
         with open(self.path, "rb") as fh:
-            fh.seek(max(0, size - (1 << 16)))
-            tail = fh.read()
-        if tail.endswith(b"\n"):
-            return
-        cut = tail.rfind(b"\n")
-        if cut < 0 and size > len(tail):
-            raise LabelStoreError(
-                path=self.path, reason="the last line is longer than 64 KiB and unterminated"
-            )
-        fragment = tail[cut + 1 :]
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            # Walk back in blocks to the last newline: a cut last line can be long (a server
+            # that ignored max_tokens left 200 KB in one record).
+            cut, pos = -1, size
+            while pos > 0 and cut < 0:
+                start = max(0, pos - (1 << 16))
+                fh.seek(start)
+                block = fh.read(pos - start)
+                found = block.rfind(b"\n")
+                cut = start + found if found >= 0 else -1
+                pos = start
+            fh.seek(cut + 1)
+            fragment = fh.read()
         try:
             complete = isinstance(orjson.loads(fragment), dict)
         except orjson.JSONDecodeError:

@@ -110,7 +110,15 @@ def _bad(
     field = rename.get(err.field, err.field) if err.field is not None else None
     if rejects is None:
         value = err.value if field is not None else _raw_out(raw)
-        raise InvalidRecordError(path=where, line=line, reason=err.reason, field=field, value=value)
+        raise InvalidRecordError(
+            path=where,
+            line=line,
+            reason=err.reason,
+            field=field,
+            value=value,
+            # Only the commands that read traces take --skip-invalid.
+            hint="fix the row, or pass --skip-invalid to write it to a rejects file",
+        )
     rejects.write(line, err.reason, _raw_out(raw), field, source=where)
 
 
