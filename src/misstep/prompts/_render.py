@@ -4,9 +4,16 @@ The system message depends only on the templates and the taxonomy, so it is byte
 every request and vLLM's prefix cache serves it; the trace comes last in the user message,
 numbered and fenced as data between ``<trace>`` and ``</trace>``.
 
+Everything untrusted is fenced: the problem, the reference answer and the final answer each in
+their own block, the trace last; a fence tag or a line that looks like a step header or an
+omission marker inside untrusted text is marked (``‹``) so it cannot close a block or forge the
+numbering.
+
 Token budget: tokens are estimated as characters / 4 (rounded up), a cheap estimate that is close
-for English and LaTeX with common BPE tokenizers and needs no tokenizer. When the numbered steps
-exceed ``max_trace_tokens``, the first steps and the last steps (those around the final answer)
+for English and LaTeX with common BPE tokenizers and needs no tokenizer. The problem takes at most
+half of ``max_trace_tokens`` and each answer at most 256 tokens (longer ones keep both ends with a
+marker in the middle); the steps get what is left. When the numbered steps exceed it, the first
+steps and the last steps (those around the final answer)
 are kept, with a marker line ``[... steps 5-17 omitted ...]`` between them; the kept steps keep
 their original numbers, so ``first_error_step`` always indexes the original steps.
 """
@@ -40,7 +47,14 @@ TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2")
 
 _MARKER_TOKENS = 16  # room kept for the omission marker line
 # A fence tag written inside untrusted text would end the data block early: disarm it.
-_FENCE_TAG = re.compile(r"<(\s*/?\s*(?:trace|problem)\b)", re.IGNORECASE)
+_FENCE_TAG = re.compile(
+    r"<(\s*/?\s*(?:trace|problem|reference_answer|final_answer)\b)", re.IGNORECASE
+)
+# A line of untrusted text that looks like a harness line (a step header or an omission
+# marker) would let the trace forge its own numbering: such lines get a mark in front.
+_FORGED_LINE = re.compile(r"^(\s*)(step\s+\d+\s*:|\[\.\.\.)", re.IGNORECASE | re.MULTILINE)
+_CONTEXT_SHARE = 2  # the problem may take at most 1/2 of the budget
+_ANSWER_TOKENS = 256  # a reference or final answer longer than this is cut in its middle
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,8 @@ class RenderedPrompt:
     """Hash of the template files' text."""
     shown_steps: tuple[int, ...] = ()
     """Indices of the steps shown to the judge."""
+    context_cut: bool = False
+    """The problem, the reference answer or the final answer was cut in its middle to fit."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -124,7 +140,17 @@ def _system_message(template_dir: Path | None, taxonomy: Taxonomy) -> str:
 
 
 def _disarm(text: str) -> str:
-    return _FENCE_TAG.sub(r"‹\1", text)
+    return _FORGED_LINE.sub(r"\1‹\2", _FENCE_TAG.sub(r"‹\1", text))
+
+
+def _fit(text: str | None, max_tokens: int, missing: str) -> tuple[str, bool, int]:
+    """Untrusted context (problem, answers) disarmed and cut to ``max_tokens``: (text, cut,
+    tokens used)."""
+    if not text:
+        return missing, False, estimate_tokens(missing)
+    shown = text if estimate_tokens(text) <= max_tokens else _cut_middle(text, max_tokens)
+    shown = _disarm(shown)
+    return shown, shown is not text and len(shown) < len(text), estimate_tokens(shown)
 
 
 def _cut_middle(text: str, max_tokens: int) -> str:
@@ -197,11 +223,19 @@ def render_judge_prompt(
     directory = _norm(template_dir)
     env, digest = _environment(directory)
     steps = split_steps(trace)
-    numbered, cut, shown = _number_steps(steps, max_trace_tokens)
+    # The problem and both answers are untrusted too, and count against the same budget: the
+    # problem may take half of it, each answer a little; the steps get the rest.
+    problem, problem_cut, used = _fit(
+        trace.problem, max_trace_tokens // _CONTEXT_SHARE, "(not given)"
+    )
+    gold, gold_cut, used_gold = _fit(trace.gold_answer, _ANSWER_TOKENS, "(not given)")
+    answer, answer_cut, used_answer = _fit(final_answer, _ANSWER_TOKENS, "(none found)")
+    remaining = max(max_trace_tokens - used - used_gold - used_answer, _MARKER_TOKENS * 4)
+    numbered, cut, shown = _number_steps(steps, remaining)
     user = env.get_template("judge_user.j2").render(
-        problem=_disarm(trace.problem) if trace.problem else "(not given)",
-        gold_answer=_disarm(trace.gold_answer) if trace.gold_answer else "(not given)",
-        final_answer=_disarm(final_answer) if final_answer else "(none found)",
+        problem=problem,
+        gold_answer=gold,
+        final_answer=answer,
         numbered_steps=numbered,
     )
     messages = [
@@ -209,5 +243,10 @@ def render_judge_prompt(
         {"role": "user", "content": user.strip() + "\n"},
     ]
     return RenderedPrompt(
-        messages=messages, steps=steps, trace_cut=cut, prompt_hash=digest, shown_steps=shown
+        messages=messages,
+        steps=steps,
+        trace_cut=cut,
+        prompt_hash=digest,
+        shown_steps=shown,
+        context_cut=problem_cut or gold_cut or answer_cut,
     )
