@@ -251,3 +251,38 @@ def test_undetermined_key_is_used_when_there_is_no_other(tmp_path: Path) -> None
 def test_capabilities_say_what_it_cannot_do() -> None:
     for phrase in ("arithmetic", "cannot detect", "misread", "confidence 0"):
         assert phrase in RULES_JUDGE_CAPABILITIES
+
+
+def test_work_per_trace_is_bounded_by_the_calculations() -> None:
+    import tracemalloc
+
+    from misstep.judge._arith import find_arithmetic_error
+
+    # 1.5 MB of prose (the old tokenizer held ~170 bytes per input byte: ~250 MB) and one
+    # wrong calculation at the end.
+    text = "we think about the problem carefully and slowly. " * 30_000 + "so 7 * 8 = 54."
+    tracemalloc.start()
+    try:
+        found = find_arithmetic_error([text])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found is not None and found.evidence == "7 * 8 = 54"
+    assert peak < 20_000_000
+
+
+def test_a_trace_past_the_size_limit_is_skipped_with_a_reason() -> None:
+    from misstep.judge._rules import MAX_TRACE_CHARS
+
+    judge = RulesJudge(JudgeConfig(), load_taxonomy(None))
+    result = judge.label_steps(["x " * (MAX_TRACE_CHARS // 2 + 10)])
+    assert result.status is LabelStatus.SKIPPED
+    assert "too long for the rules judge" in (result.reason or "")
+
+
+def test_windows_keep_chains_and_numbers_whole() -> None:
+    from misstep.judge._arith import check_step
+
+    prose = "word " * 200
+    found = check_step(prose + ". So 12,345 + 1 = 12,346 = 12,347. " + prose)
+    assert found is not None and found[0] == "12,345 + 1 = 12,346 = 12,347"

@@ -108,6 +108,8 @@ _OP_CANON = {
 }  # fmt: skip
 
 _MAX_SIDE_TOKENS = 160
+_WINDOW = 400  # characters kept on each side of a relation sign
+_WIDEN = 40  # how far a window edge may move to reach a space
 _MAX_DIGITS = 60
 _MAX_BITS = 20_000
 _MAX_DEPTH = 40
@@ -561,11 +563,39 @@ def _sides(
     return sides, approx, bullet
 
 
+def _windows(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` around each relation sign (``_WINDOW`` characters each side, widened
+    to a nearby space so a number is not cut), merged where they overlap. Only these are
+    tokenised: time and memory per step grow with the calculations, not with the prose."""
+    spans: list[tuple[int, int]] = []
+    n = len(text)
+    for m in _HAS_RELATION.finditer(text):
+        start = max(0, m.start() - _WINDOW)
+        end = min(n, m.end() + _WINDOW)
+        if start > 0:
+            space = text.rfind(" ", max(0, start - _WIDEN), start)
+            start = space + 1 if space >= 0 else start
+        if end < n:
+            space = text.find(" ", end, min(n, end + _WIDEN))
+            end = space if space >= 0 else end
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
 def check_step(text: str) -> tuple[str, str, str, str] | None:
     """The first wrong calculation in one step's text, as (evidence, expression, stated,
     correct value), or None."""
-    if not _HAS_RELATION.search(text):
-        return None
+    for start, end in _windows(text):
+        found = _check_window(text[start:end])
+        if found is not None:
+            return found
+    return None
+
+
+def _check_window(text: str) -> tuple[str, str, str, str] | None:
     toks = _tokenize(text)
     for first, last, doubtful in _runs(toks):
         if not any(toks[i][0] in ("eq", "approx") for i in range(first, last + 1)):

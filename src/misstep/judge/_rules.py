@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from misstep.errors import OptionError
@@ -13,7 +14,7 @@ from misstep.labels._record import LabelStatus
 from misstep.prompts import prompt_hash
 from misstep.taxonomy import Taxonomy
 
-__all__ = ["RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_rules_judge"]
+__all__ = ["MAX_TRACE_CHARS", "RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_rules_judge"]
 
 RULES_JUDGE_CAPABILITIES = (
     "rules judge (no model): re-checks every explicit calculation written as a chain "
@@ -32,6 +33,10 @@ NO_ERROR_EXPLANATION = (
     "or broken derivations"
 )
 _FALLBACK_KEYS = ("other", "undetermined")
+MAX_TRACE_CHARS = 2_000_000
+"""A trace longer than this (2 MB of text) is skipped with a reason, not checked: bounded time
+and memory per trace whatever the input holds."""
+_OFF_LOOP_CHARS = 100_000  # longer traces are checked in a thread, so others keep flowing
 
 
 class RulesJudge:
@@ -66,6 +71,15 @@ class RulesJudge:
     def label_steps(self, steps: list[str]) -> JudgeResult:
         """Label a trace given its steps (synchronous core of :meth:`judge`)."""
         start = time.perf_counter()
+        size = sum(len(s) for s in steps)
+        if size > MAX_TRACE_CHARS:
+            return JudgeResult(
+                status=LabelStatus.SKIPPED,
+                reason=f"too long for the rules judge: {size:,} characters (limit "
+                f"{MAX_TRACE_CHARS:,})",
+                attempts=1,
+                latency_ms=(time.perf_counter() - start) * 1000.0,
+            )
         found = find_arithmetic_error(steps)
         if found is None:
             label = self._label(
@@ -95,6 +109,8 @@ class RulesJudge:
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         """Label one trace from the steps it was shown. Never raises for trace content."""
+        if sum(len(s) for s in request.steps) > _OFF_LOOP_CHARS:
+            return await asyncio.to_thread(self.label_steps, request.steps)
         return self.label_steps(request.steps)
 
     async def aclose(self) -> None:
