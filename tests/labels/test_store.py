@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -136,3 +137,39 @@ def test_a_cut_last_line_longer_than_64_kib_is_repaired(tmp_path: Path) -> None:
         assert store.dropped_bytes == 150_000
         store.append(StoredLabel(trace_id="t3", judge="j", status=LabelStatus.SKIPPED))
     assert sorted(read_labels(run)) == ["t1", "t3"]
+
+
+def test_label_rows_keep_no_text(tmp_path: Path) -> None:
+    # summary --labels reads rows: memory must not grow with the judge's text.
+    import tracemalloc
+
+    from misstep.labels import LabelRow, read_label_rows
+
+    def run(text: str) -> int:
+        folder = tmp_path / f"run{len(text)}"
+        folder.mkdir()
+        rows = [
+            {
+                "trace_id": f"t{i}",
+                "judge": "j",
+                "status": "ok",
+                "error_type": "arithmetic",
+                "explanation": text,
+                "raw_reply": text,
+            }
+            for i in range(2000)
+        ]
+        (folder / "labels.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+        )
+        tracemalloc.start()
+        try:
+            kept = read_label_rows(folder)
+            size, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert kept["t7"] == LabelRow("ok", "arithmetic")
+        return size
+
+    small, large = run("x"), run("x" * 5000)
+    assert large < small * 1.2 + 50_000  # 2,000 x 10 KB of text is not kept

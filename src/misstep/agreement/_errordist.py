@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from misstep.agreement._confusion import confusion_counts
 from misstep.agreement._correction import correct_distribution
-from misstep.labels import HumanLabel, LabelStatus, StoredLabel, human_consensus
+from misstep.labels import HumanLabel, LabelRow, LabelStatus, StoredLabel, human_consensus
 
 __all__ = [
     "ALL_DATASETS",
@@ -78,7 +78,7 @@ class ErrorDistribution(BaseModel):
         return dict(self.error_dist) if self.error_dist is not None else None
 
 
-def ok_types(labels: Mapping[str, StoredLabel]) -> dict[str, str]:
+def ok_types(labels: Mapping[str, StoredLabel | LabelRow]) -> dict[str, str]:
     """{trace_id: error_type} of the current ``ok`` labels with a type."""
     return {
         t: str(lab.error_type)
@@ -89,7 +89,7 @@ def ok_types(labels: Mapping[str, StoredLabel]) -> dict[str, str]:
 
 def error_distributions(
     graded: pd.DataFrame,
-    labels: Mapping[str, StoredLabel],
+    labels: Mapping[str, StoredLabel | LabelRow],
     categories: Sequence[str],
     *,
     human: Sequence[HumanLabel] | None = None,
@@ -152,7 +152,7 @@ def error_distributions(
 
 
 def plot_confusion(
-    labels: Mapping[str, StoredLabel],
+    labels: Mapping[str, StoredLabel | LabelRow],
     human: Sequence[HumanLabel],
     categories: Sequence[str],
     path: str | Path,

@@ -456,11 +456,11 @@ def summary_error_section(
     from rich.table import Table
 
     from misstep.agreement import error_distributions, plot_confusion, read_annotations
-    from misstep.labels import check_labels_input, read_labels
+    from misstep.labels import check_labels_input, read_label_rows
     from misstep.taxonomy import load_taxonomy
 
     keys = load_taxonomy(None).keys
-    stored = read_labels(labels)
+    stored = read_label_rows(labels)  # status and type only: memory never grows with text
     outside = check_labels_input(
         labels,
         stored,

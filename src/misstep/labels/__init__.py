@@ -7,9 +7,11 @@ from misstep.labels._ownership import check_labels_input
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
 from misstep.labels._store import (
     InputFile,
+    LabelRow,
     LabelStore,
     RunManifest,
     iter_label_lines,
+    read_label_rows,
     read_labels,
     read_manifest,
     read_status_index,
@@ -21,6 +23,7 @@ __all__ = [
     "HumanConsensus",
     "HumanLabel",
     "InputFile",
+    "LabelRow",
     "LabelStatus",
     "LabelStore",
     "RunManifest",
@@ -31,6 +34,7 @@ __all__ = [
     "iter_label_lines",
     "majority_labels",
     "read_human_labels",
+    "read_label_rows",
     "read_labels",
     "read_manifest",
     "read_status_index",

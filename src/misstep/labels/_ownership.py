@@ -7,7 +7,6 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from misstep.errors import LabelStoreError
-from misstep.labels._record import StoredLabel
 from misstep.labels._store import labels_path, read_manifest
 
 __all__ = ["check_labels_input"]
@@ -20,7 +19,7 @@ _HINT = (
 
 def check_labels_input(
     labels: str | Path,
-    stored: Mapping[str, StoredLabel],
+    stored: Mapping[str, object],
     *,
     input_path: str | Path,
     input_sha256: str,

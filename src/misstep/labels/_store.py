@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,10 +25,12 @@ __all__ = [
     "MANIFEST_FILE",
     "MANIFEST_VERSION",
     "InputFile",
+    "LabelRow",
     "LabelStore",
     "RunManifest",
     "iter_label_lines",
     "labels_path",
+    "read_label_rows",
     "read_labels",
     "read_manifest",
     "read_status_index",
@@ -183,6 +185,36 @@ def read_labels(
             ) from None
         current[label.trace_id] = label
     return current
+
+
+class LabelRow(NamedTuple):
+    """The two fields of a label that distributions need: what ``read_label_rows`` keeps."""
+
+    status: str
+    """A ``LabelStatus`` value."""
+    error_type: str | None
+    """The error type of an ``ok`` label."""
+
+
+def read_label_rows(run_dir_or_file: str | Path) -> dict[str, LabelRow]:
+    """``trace_id -> LabelRow(status, error_type)`` of each current record (the last one
+    wins): the labels without their text (evidence, explanation, raw replies), so memory grows
+    with the number of labels, never with what the judge wrote."""
+    path = labels_path(run_dir_or_file)
+    statuses = {s.value: s.value for s in LabelStatus}
+    types: dict[str, str] = {}
+    rows: dict[str, LabelRow] = {}
+    for number, record in iter_label_lines(path):
+        trace_id, status = record.get("trace_id"), record.get("status")
+        error_type = record.get("error_type")
+        if not isinstance(trace_id, str) or status not in statuses:
+            raise LabelStoreError(
+                path=path, line=number, reason="record without a trace_id or a valid status"
+            )
+        if error_type is not None:
+            error_type = types.setdefault(str(error_type), str(error_type))  # one copy each
+        rows[trace_id] = LabelRow(statuses[status], error_type)
+    return rows
 
 
 def read_status_index(
