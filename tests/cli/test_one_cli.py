@@ -229,3 +229,24 @@ def test_label_writes_nothing_before_a_valid_row(tmp_path: Path) -> None:
     result = runner.invoke(app, ["label", str(traces), "--out", str(run)])
     assert result.exit_code == 2
     assert not run.exists() or not any(run.iterdir())
+
+
+def test_broken_files_are_exit_2_without_traceback(tmp_path: Path) -> None:
+    import gzip
+
+    good = b'{"problem_id": "p", "response": "\\\\boxed{1}", "gold_answer": "1"}\n' * 3000
+    truncated = tmp_path / "t.jsonl.gz"
+    packed = gzip.compress(good)
+    truncated.write_bytes(packed[: len(packed) // 2])
+    parquet = tmp_path / "t.parquet"
+    parquet.write_bytes(b"PAR1" + b"\0" * 64 + b"PAR1")
+    csv = tmp_path / "t.csv"
+    csv.write_bytes(b"problem_id,response\np,caf\xe9\n")
+    for path, words in (
+        (truncated, "cannot read past line"),
+        (parquet, "Parquet"),
+        (csv, "line 2"),
+    ):
+        result = runner.invoke(app, ["summary", str(path)])
+        assert result.exit_code == 2, result.output
+        assert words in result.stderr and "Traceback" not in result.output
