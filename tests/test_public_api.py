@@ -166,6 +166,7 @@ PUBLIC = {
         "write_task",
     ],
     "misstep.link": [
+        "LINK_STAGES",
         "Finding",
         "LinkResult",
         "link_analysis",

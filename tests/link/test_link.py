@@ -89,3 +89,12 @@ def test_human_labels_give_agreement_and_corrected_shares() -> None:
     assert r.agreement["agreement"] == pytest.approx((30 + judge_logic) / 40)
     assert all(c.error_dist_corrected for c in r.checkpoints)
     assert any("corrected distributions" in n for n in r.notes)
+
+
+def test_stages_are_reported_for_a_progress_bar() -> None:
+    from misstep.link import LINK_STAGES
+
+    graded, labels = synth_run(seed=1, n_problems=20)
+    seen: list[str] = []
+    link_analysis(graded, labels, n_boot=20, on_stage=seen.append)
+    assert len(seen) == LINK_STAGES == len(set(seen))

@@ -107,3 +107,36 @@ def test_http_400_keeps_the_servers_message(tmp_path: Path, fake: FakeOpenAIServ
     run_labeling(traces, tmp_path / "run", config, taxonomy=TAXONOMY)
     label = read_labels(tmp_path / "run")["t0"]
     assert "HTTP 401" in (label.reason or "") and "invalid API key" in (label.reason or "")
+
+
+def test_ctrl_c_says_how_to_resume(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    traces = _traces(tmp_path / "t.jsonl", 50)
+    fake.fault = "delay"
+    fake.delay_s = 1.0
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    with subprocess.Popen(
+        [
+            *(sys.executable, "-m", "misstep.cli", "label", str(traces)),
+            *("--out", str(tmp_path / "run"), "--judge", "openai", "--base-url", fake.base_url),
+            *("--concurrency", "2"),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    ) as process:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and fake.count < 2:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "interrupted" in err and "resumes" in err and "Traceback" not in err

@@ -75,9 +75,25 @@ def _analyse(
         skip_invalid=skip_invalid,
         no_cache=no_cache,
     )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from misstep.link import LINK_STAGES
     from misstep.pipelines import analyse_run
 
-    with err_console.status("linking error types to majority-vote failures"):
+    analyses = 1 + (run.table["dataset"].nunique() if by is GroupBy.dataset else 0)
+    with Progress(
+        TextColumn("linking"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=LINK_STAGES * analyses)
+
+        def on_stage(name: str) -> None:
+            progress.update(task, advance=1, description=name)
+
         return analyse_run(
             run,
             labels,
@@ -87,6 +103,7 @@ def _analyse(
             seed=seed,
             labels_from_other_input=labels_from_other_input,
             by=by.value if by is not None else None,
+            on_stage=on_stage,
         )
 
 

@@ -11,7 +11,7 @@ regression, dominant-type transitions and ranked findings. See ``_shifts``, ``_a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,13 @@ from misstep.link._shifts import (
 from misstep.metrics._order import order_checkpoints
 from misstep.taxonomy import load_taxonomy
 
-__all__ = ["CheckpointSummary", "LinkResult", "link_analysis", "read_train_metrics"]
+__all__ = [
+    "LINK_STAGES",
+    "CheckpointSummary",
+    "LinkResult",
+    "link_analysis",
+    "read_train_metrics",
+]
 
 _N_PERM = 2000
 
@@ -239,6 +245,7 @@ def link_analysis(
     ks: Sequence[int] = (1, 4, 16),
     seed: int = 0,
     n_boot: int = 1000,
+    on_stage: Callable[[str], None] | None = None,
 ) -> LinkResult:
     """Link error-type shifts to majority-vote failures across checkpoints.
 
@@ -268,6 +275,7 @@ def link_analysis(
     if wl.empty:
         notes.append("no wrong trace has an ok label: the error-type analysis is empty")
 
+    _stage(on_stage, "error-type distributions and their shifts")
     shares, draws = checkpoint_shares(wl, checkpoints, types, seed=seed, n_boot=n_boot)
     shifts = distribution_shifts(shares, draws, types)
     judge_shares = {cs.checkpoint: dict(cs.shares) for cs in shares}
@@ -278,12 +286,14 @@ def link_analysis(
     else:
         _use_corrected(shares, shifts, corrected, notes)
 
+    _stage(on_stage, "majority-vote failures")
     votes = problem_votes(graded)
     mix = failure_mix(votes, wl)
     winners = winner_types(mix)
     failed = votes[votes["majority_failure"]].merge(winners, on=PROBLEM_KEY, how="left")
 
     # Correlations across checkpoints, one BH family.
+    _stage(on_stage, "correlations across checkpoints")
     rng = np.random.default_rng(seed)
     sc_vec = np.array([sc.get(ck, np.nan) for ck in checkpoints])
     cors: list[Correlation] = []
@@ -339,6 +349,7 @@ def link_analysis(
             f"only {len(checkpoints)} checkpoint(s): correlations across checkpoints need 5"
         )
 
+    _stage(on_stage, "per-problem regression")
     regression = problem_regression(votes, wl, types, seed=seed)
     if regression.coefficients == [] and regression.note:
         notes.append(regression.note)
@@ -347,6 +358,7 @@ def link_analysis(
         if s.note:
             notes.append(f"{s.before} -> {s.after}: {s.note}")
 
+    _stage(on_stage, "findings")
     findings = build_findings(
         shifts=shifts,
         shares=shares,
@@ -359,6 +371,7 @@ def link_analysis(
     if not any(f.significant for f in findings):
         notes.append("no finding reaches significance (adjusted p < 0.05)")
 
+    _stage(on_stage, "per-checkpoint tables")
     summaries = []
     counts = graded.groupby("checkpoint", sort=False)
     n_samples = counts.size()
@@ -450,6 +463,15 @@ def link_analysis(
         findings=findings,
         notes=notes,
     )
+
+
+LINK_STAGES = 6
+"""How many times ``link_analysis`` calls ``on_stage``: a progress bar's total."""
+
+
+def _stage(on_stage: Callable[[str], None] | None, name: str) -> None:
+    if on_stage is not None:
+        on_stage(name)
 
 
 def _corrected(

@@ -59,6 +59,7 @@ def analyse_run(
     labels_from_other_input: bool = False,
     by: str | None = None,
     cache: bool = True,
+    on_stage: Callable[[str], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunAnalysis:
     """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
@@ -88,7 +89,13 @@ def analyse_run(
     )
     human_labels = [h for path in human for h in read_annotations(path)] or None
     result = link_analysis(
-        graded, stored, human=human_labels, train_metrics=train_metrics, ks=ks, seed=seed
+        graded,
+        stored,
+        human=human_labels,
+        train_metrics=train_metrics,
+        ks=ks,
+        seed=seed,
+        on_stage=on_stage,
     )
     per_dataset: dict[str, LinkResult] = {}
     if by == "dataset":
@@ -100,10 +107,15 @@ def analyse_run(
                 train_metrics=train_metrics,
                 ks=ks,
                 seed=seed,
+                on_stage=None if on_stage is None else _named(on_stage, str(name)),
             )
     return RunAnalysis(
         graded=graded, labels=stored, human=human_labels, result=result, by_dataset=per_dataset
     )
+
+
+def _named(on_stage: Callable[[str], None], dataset: str) -> Callable[[str], None]:
+    return lambda stage: on_stage(f"{dataset}: {stage}")
 
 
 def collect_traces(
