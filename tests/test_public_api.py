@@ -106,6 +106,8 @@ PUBLIC = {
         "request_seed",
     ],
     "misstep.metrics": [
+        "Change",
+        "CheckpointChange",
         "CheckpointMetrics",
         "Coverage",
         "MajEstimate",

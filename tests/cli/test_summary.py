@@ -68,7 +68,10 @@ def test_summary_csv_and_table(tmp_path: Path) -> None:
     csv = runner.invoke(app, ["summary", str(path), "--k", "1", "--format", "csv"])
     assert csv.exit_code == 0
     lines = csv.stdout.strip().splitlines()
-    assert lines[0].startswith("checkpoint,dataset,n_problems,n_samples,pass@1,maj@1,sc_gain@1")
+    assert lines[0].startswith(
+        "checkpoint,dataset,n_problems,n_samples,pass@1,pass@1_ci_low,pass@1_ci_high,maj@1,"
+    )
+    assert "change.pass@1.delta" in lines[0] and "change.pass@1.ci_low" in lines[0]
     assert len(lines) == 3
     table = runner.invoke(app, ["summary", str(path)])
     assert table.exit_code == 0

@@ -98,3 +98,47 @@ def test_stages_are_reported_for_a_progress_bar() -> None:
     seen: list[str] = []
     link_analysis(graded, labels, n_boot=20, on_stage=seen.append)
     assert len(seen) == LINK_STAGES == len(set(seen))
+
+
+def test_a_type_shift_against_an_sc_gain_change_within_noise_is_not_significant() -> None:
+    from misstep.link._findings import build_findings
+    from misstep.link._shifts import Shift, TypeChange
+    from misstep.metrics import Change
+
+    change = TypeChange(
+        error_type="other",
+        share_before=0.82,
+        share_after=0.89,
+        delta=0.07,
+        ci=(0.02, 0.12),
+        cohen_h=0.2,
+        p_value=0.005,
+        p_raw=0.005,
+    )
+    shift = Shift(
+        before="a",
+        after="b",
+        chi2=9.0,
+        dof=1,
+        design_effect=1.0,
+        p_value=0.005,
+        p_raw=0.005,
+        jsd=0.01,
+        changes=[change],
+    )
+    args = {
+        "shifts": [shift],
+        "shares": [],
+        "sc": {"a": 0.057, "b": 0.052},
+        "k": 16,
+        "failures": pd.DataFrame(),
+        "correlations": [],
+        "transitions": [],
+    }
+    noisy = Change(delta=-0.005, ci=(-0.035, 0.025), verdict="within noise")
+    (finding,) = build_findings(**args, sc_change={"b": noisy})
+    assert not finding.significant and "within noise" in finding.sentence
+    assert "[-3.5, +2.5] pp" in finding.sentence
+    real = Change(delta=-0.2, ci=(-0.3, -0.1), verdict="down")
+    (finding,) = build_findings(**args, sc_change={"b": real})
+    assert finding.significant and "within noise" not in finding.sentence

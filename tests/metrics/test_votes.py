@@ -54,11 +54,11 @@ def test_hand_worked_second_checkpoint_gain() -> None:
 def test_json_keys_exactly() -> None:
     first, _ = _one_dataset()
     expected = ["checkpoint", "dataset", "n_problems", "n_samples"]
-    expected += [f"pass@{k}" for k in (1, 2, 4)] + [f"maj@{k}" for k in (1, 2, 4)]
-    expected += [f"sc_gain@{k}" for k in (1, 2, 4)]
+    for name in ("pass", "maj", "sc_gain"):
+        expected += [key for k in (1, 2, 4) for key in (f"{name}@{k}", f"{name}@{k}_ci")]
     expected += ["answer_entropy", "top1_share", "wrong_consistency"]
     expected += ["majority_failures", "majority_failure_rate"]
-    expected += ["n_correct", "n_wrong", "n_truncated", "n_no_answer"]
+    expected += ["n_correct", "n_wrong", "n_truncated", "n_no_answer", "change"]
     assert list(first) == expected
 
 

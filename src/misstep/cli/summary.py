@@ -38,7 +38,7 @@ from misstep.errors import OptionError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from misstep.metrics import CheckpointMetrics, Coverage
+    from misstep.metrics import Change, CheckpointMetrics, Coverage
 
 __all__ = ["register"]
 
@@ -104,9 +104,9 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
         for k in ks:
             se = f" ±{row.maj_at_k_se[k]:.3f}" if k in row.maj_at_k_se else ""
             cells += [
-                _fmt(row.pass_at_k[k]),
-                _fmt(row.maj_at_k[k]) + se,
-                _fmt(row.sc_gain_at_k[k], signed=True),
+                _fmt(row.pass_at_k[k]) + _ci(row.pass_at_k_ci.get(k)),
+                _fmt(row.maj_at_k[k]) + se + _ci(row.maj_at_k_ci.get(k)),
+                _fmt(row.sc_gain_at_k[k], signed=True) + _ci(row.sc_gain_at_k_ci.get(k), True),
             ]
         votes.add_row(*cells)
         answers.add_row(
@@ -122,7 +122,46 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
             str(row.n_truncated),
             str(row.n_no_answer),
         )
-    return [votes, answers]
+    tables = [votes, answers]
+    changes = [row for row in rows if row.change is not None]
+    if changes:
+        table, _ = _new_table(
+            "Change from the previous checkpoint, paired over the problems both have "
+            "(percentage points, 95% interval, verdict)",
+            rows,
+        )
+        table.add_column("from", no_wrap=True)
+        table.add_column("shared problems", justify="right")
+        table.add_column("pass@1", justify="right")
+        for k in ks:
+            table.add_column(f"sc_gain@{k}", justify="right")
+        for row in changes:
+            change = row.change
+            assert change is not None  # filtered above
+            head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
+            table.add_row(
+                *head,
+                data(change.previous),
+                str(change.n_shared),
+                _change_cell(change.pass_at_1),
+                *(_change_cell(change.sc_gain_at_k.get(k)) for k in ks),
+            )
+        tables.append(table)
+    return tables
+
+
+def _ci(ci: tuple[float, float] | None, signed: bool = False) -> str:
+    if ci is None:
+        return ""
+    return f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if signed else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _change_cell(change: Change | None) -> str:
+    if change is None:
+        return "-"
+    ci = "" if change.ci is None else f" [{100 * change.ci[0]:+.1f}, {100 * change.ci[1]:+.1f}]"
+    text = f"{100 * change.delta:+.1f} pp{ci} {change.verdict}"
+    return text if change.verdict == "within noise" else f"[bold]{text}[/]"
 
 
 def summary(
@@ -211,12 +250,27 @@ def summary(
     elif output is SummaryFormat.csv:
         import pandas as pd
 
-        typer.echo(pd.DataFrame.from_records(records).to_csv(index=False), nl=False)
+        flat = [_flatten(record) for record in records]
+        typer.echo(pd.DataFrame.from_records(flat).to_csv(index=False), nl=False)
     else:
         for table in _summary_tables(rows, ks):
             out_console.print(table)
         if error_table is not None:
             out_console.print(error_table)
+
+
+def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One CSV row: nested objects as dotted columns, an interval as ``_low`` / ``_high``."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, list) and len(value) == 2:
+            out[f"{name}_low"], out[f"{name}_high"] = value
+        else:
+            out[name] = value
+    return out
 
 
 def _coverage_tables(result: Coverage) -> tuple[Table, Table]:

@@ -5,7 +5,8 @@ Every finding is tied to one checkpoint. Its ``p_value`` is the one behind it, a
 that adjusted p-value is below ``ALPHA``. Ranking, best first:
 
 1. significant type changes that move against sc_gain (a type rose where sc_gain fell, or fell
-   where it rose), by the size of the change (|Cohen's h|);
+   where it rose) where the sc_gain change itself is beyond noise (its paired 95% interval
+   excludes 0), by the size of the change (|Cohen's h|);
 2. significant rank correlations across checkpoints, by adjusted p then |rho|;
 3. the same two kinds when not significant (at most ``MAX_WEAK`` of them), stated as such;
 4. descriptive facts without a test (dominant-type transitions), ``p_value`` None.
@@ -13,11 +14,14 @@ that adjusted p-value is below ``ALPHA``. Ranking, best first:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 from pydantic import BaseModel
 
 from misstep.link._linkstats import Correlation, Transition
 from misstep.link._shifts import CheckpointShares, Shift
+from misstep.metrics import Change
 
 __all__ = ["ALPHA", "MAX_WEAK", "Finding", "build_findings"]
 
@@ -61,12 +65,19 @@ def build_findings(
     shares: list[CheckpointShares],
     sc: dict[str, float],
     k: int,
+    sc_change: Mapping[str, Change | None] | None = None,
     failures: pd.DataFrame,
     correlations: list[Correlation],
     transitions: list[Transition],
 ) -> list[Finding]:
-    """Rank findings. ``sc`` maps checkpoint to sc_gain@k; ``failures`` holds one row per
-    majority-vote failure with ``checkpoint``, ``kind`` and ``winner_type``."""
+    """Rank findings. ``sc`` maps checkpoint to sc_gain@k and ``sc_change`` to its paired change
+    from the previous checkpoint (with its interval); ``failures`` holds one row per
+    majority-vote failure with ``checkpoint``, ``kind`` and ``winner_type``.
+
+    A type shift is narrated against the sc_gain change; when that change's interval covers 0
+    the sentence says it is within noise, and the finding is never marked significant: its
+    premise (sc_gain moved) is not established."""
+    sc_change = sc_change or {}
     strong: list[tuple[tuple[float, ...], Finding]] = []
     weak: list[tuple[tuple[float, ...], Finding]] = []
     tail: list[Finding] = []
@@ -81,8 +92,19 @@ def build_findings(
                 continue
             moved = "rose" if c.delta > 0 else "fell"
             fell = "fell" if d_sc < 0 else "rose"
+            change = sc_change.get(s.after)
+            noise = change is None or change.verdict == "within noise"
+            move = f"{fell} from {sc[s.before]:+.3f} to {sc[s.after]:+.3f}"
+            if change is not None and change.ci is not None:
+                move += (
+                    f" (change {100 * change.delta:+.1f} pp, 95% interval "
+                    f"[{100 * change.ci[0]:+.1f}, {100 * change.ci[1]:+.1f}] pp"
+                    + (", within noise)" if noise else ")")
+                )
+            elif noise:
+                move += " (no interval for the change: within noise as far as is known)"
             text = (
-                f"At {s.after} sc_gain@{k} {fell} from {sc[s.before]:+.3f} to {sc[s.after]:+.3f}; "
+                f"At {s.after} sc_gain@{k} {move}; "
                 f"{c.error_type} {moved} from {_pct(c.share_before)} to {_pct(c.share_after)} "
                 f"of wrong traces ({_p(c.p_value)})"
             )
@@ -105,7 +127,7 @@ def build_findings(
                 error_type=c.error_type,
                 effect=c.cohen_h,
                 p_value=c.p_value,
-                significant=c.p_value < ALPHA,
+                significant=c.p_value < ALPHA and not noise,
                 sentence=text + ".",
             )
             (strong if f.significant else weak).append(((0, -abs(c.cohen_h)), f))

@@ -262,7 +262,7 @@ def link_analysis(
     n_min = int(graded.groupby(PROBLEM_KEY, sort=False).size().min())
     ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
     k = ks_used[-1]
-    metrics = vote_table(graded, ks_used, seed)
+    metrics, sc_changes = vote_table(graded, ks_used, seed)
     metric_rows = metrics.to_dict("index")
     sc = {ck: float(metric_rows[ck][f"sc_gain@{k}"]) for ck in checkpoints if ck in metric_rows}
 
@@ -363,6 +363,7 @@ def link_analysis(
         shifts=shifts,
         shares=shares,
         sc=sc,
+        sc_change={ck: c.get(k) for ck, c in sc_changes.items()},
         k=k,
         failures=failed,
         correlations=cors,

@@ -20,6 +20,7 @@ from scipy import stats
 from sklearn.linear_model import LogisticRegression
 
 from misstep.link._anatomy import PROBLEM_KEY
+from misstep.metrics import Change
 
 __all__ = [
     "MIN_CHECKPOINTS",
@@ -49,16 +50,22 @@ def finite(x: Any) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def vote_table(graded: pd.DataFrame, ks: list[int], seed: int) -> pd.DataFrame:
+def vote_table(
+    graded: pd.DataFrame, ks: list[int], seed: int
+) -> tuple[pd.DataFrame, dict[str, dict[int, Change | None]]]:
     """Per checkpoint (index): ``pass@1`` and ``maj@k`` / ``sc_gain@k`` for each k, from
-    ``misstep.metrics.vote_metrics`` with datasets pooled (the numbers of ``misstep summary``)."""
-    from misstep.metrics._votes import vote_metrics
+    ``misstep.metrics.vote_metrics`` with datasets pooled (the numbers of ``misstep summary
+    --by checkpoint``); and per checkpoint, the paired change of sc_gain@k from the previous
+    checkpoint with its interval (absent for the first)."""
+    from misstep.metrics import vote_metrics
 
     ks_all = sorted({1, *ks})
-    rows = [m.to_json() for m in vote_metrics(graded, ks_all, by_dataset=False, seed=seed)]
+    metrics = vote_metrics(graded, ks_all, by_dataset=False, seed=seed)
+    rows = [m.to_json() for m in metrics]
     cols = ["pass@1"] + [f"{p}@{k}" for k in ks for p in ("maj", "sc_gain")]
     df = pd.DataFrame(rows).set_index("checkpoint")
-    return df[cols].astype(float)
+    changes = {m.checkpoint: dict(m.change.sc_gain_at_k) for m in metrics if m.change is not None}
+    return df[cols].astype(float), changes
 
 
 class Correlation(BaseModel):

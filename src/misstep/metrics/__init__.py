@@ -5,9 +5,17 @@ from misstep.metrics._coverage import Coverage, coverage
 from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k, pass_at_k_one
-from misstep.metrics._votes import CheckpointMetrics, problem_stats, vote_metrics
+from misstep.metrics._votes import (
+    Change,
+    CheckpointChange,
+    CheckpointMetrics,
+    problem_stats,
+    vote_metrics,
+)
 
 __all__ = [
+    "Change",
+    "CheckpointChange",
     "CheckpointMetrics",
     "Coverage",
     "MajEstimate",

@@ -20,6 +20,7 @@ the single dataset's name). No aggregate row is ever added.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,11 +31,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from misstep.errors import OptionError
 from misstep.metrics._answer_stats import answer_stats
 from misstep.metrics._counts import ProblemCounts, problem_counts
+from misstep.metrics._intervals import DEFAULT_N_BOOT, mean_ci, verdict
 from misstep.metrics._majk import MIN_MC_SUBSETS, maj_at_k_signatures
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k
 
-__all__ = ["ALL_DATASETS", "CheckpointMetrics", "problem_stats", "vote_metrics"]
+__all__ = [
+    "ALL_DATASETS",
+    "Change",
+    "CheckpointChange",
+    "CheckpointMetrics",
+    "problem_stats",
+    "vote_metrics",
+]
 
 ALL_DATASETS = "all"
 """Dataset name of a row that pools several datasets (``by_dataset=False``)."""
@@ -64,6 +73,37 @@ PROBLEM_STATS_COLUMNS = [
 ]
 
 
+CI = tuple[float, float] | None
+
+
+class Change(BaseModel):
+    """The change of one metric from the previous checkpoint, paired over shared problems."""
+
+    model_config = ConfigDict(frozen=True)
+
+    delta: float
+    """This checkpoint's value minus the previous one's, over the problems both have."""
+    ci: CI
+    """95% paired bootstrap interval of ``delta`` (problems resampled)."""
+    verdict: str
+    """``up``, ``down`` or ``within noise`` (the interval covers 0)."""
+
+
+class CheckpointChange(BaseModel):
+    """What changed since the previous checkpoint (of the same dataset group)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    previous: str
+    """The previous checkpoint."""
+    n_shared: int
+    """Problems both checkpoints have: the pairs behind every interval here."""
+    pass_at_1: Change | None
+    """Change in pass@1."""
+    sc_gain_at_k: dict[int, Change | None]
+    """Change in sc_gain@k per k (None where either checkpoint has no value)."""
+
+
 class CheckpointMetrics(BaseModel):
     """Vote metrics of one checkpoint (x dataset)."""
 
@@ -87,6 +127,14 @@ class CheckpointMetrics(BaseModel):
     """Standard error of maj@k, only for the k where a Monte Carlo estimate was used."""
     sc_gain_at_k: dict[int, float | None]
     """maj@k - pass@1 per requested k."""
+    pass_at_k_ci: dict[int, CI] = Field(default_factory=dict)
+    """95% bootstrap interval of pass@k over problems (see ``_intervals``)."""
+    maj_at_k_ci: dict[int, CI] = Field(default_factory=dict)
+    """95% bootstrap interval of maj@k over problems."""
+    sc_gain_at_k_ci: dict[int, CI] = Field(default_factory=dict)
+    """95% bootstrap interval of sc_gain@k over problems (per-problem gains resampled)."""
+    change: CheckpointChange | None = None
+    """Change from the previous checkpoint of the same group; None for the first."""
     answer_entropy: float | None
     """Mean answer entropy in bits over problems with an answered sample."""
     top1_share: float | None
@@ -118,12 +166,15 @@ class CheckpointMetrics(BaseModel):
         }
         for k, value in self.pass_at_k.items():
             out[f"pass@{k}"] = value
+            out[f"pass@{k}_ci"] = _ci_json(self.pass_at_k_ci.get(k))
         for k, value in self.maj_at_k.items():
             out[f"maj@{k}"] = value
+            out[f"maj@{k}_ci"] = _ci_json(self.maj_at_k_ci.get(k))
             if k in self.maj_at_k_se:
                 out[f"maj@{k}_se"] = self.maj_at_k_se[k]
         for k, value in self.sc_gain_at_k.items():
             out[f"sc_gain@{k}"] = value
+            out[f"sc_gain@{k}_ci"] = _ci_json(self.sc_gain_at_k_ci.get(k))
         out.update(
             answer_entropy=self.answer_entropy,
             top1_share=self.top1_share,
@@ -135,7 +186,28 @@ class CheckpointMetrics(BaseModel):
             n_truncated=self.n_truncated,
             n_no_answer=self.n_no_answer,
         )
+        change = self.change
+        out["change"] = (
+            None
+            if change is None
+            else {
+                "from": change.previous,
+                "n_shared": change.n_shared,
+                "pass@1": _change_json(change.pass_at_1),
+                **{f"sc_gain@{k}": _change_json(c) for k, c in change.sc_gain_at_k.items()},
+            }
+        )
         return out
+
+
+def _ci_json(ci: CI) -> list[float] | None:
+    return None if ci is None else [ci[0], ci[1]]
+
+
+def _change_json(change: Change | None) -> dict[str, Any] | None:
+    if change is None:
+        return None
+    return {"delta": change.delta, "ci": _ci_json(change.ci), "verdict": change.verdict}
 
 
 def _counts(graded: pd.DataFrame | ProblemCounts) -> ProblemCounts:
@@ -181,8 +253,11 @@ def vote_metrics(
     by_dataset: bool | None = None,
     seed: int = 0,
     mc_subsets: int = MIN_MC_SUBSETS,
+    n_boot: int = DEFAULT_N_BOOT,
 ) -> list[CheckpointMetrics]:
-    """Vote metrics per checkpoint (x dataset), in checkpoint order (see module docstring)."""
+    """Vote metrics per checkpoint (x dataset), in checkpoint order (see module docstring),
+    with bootstrap intervals over problems and the paired change from the previous checkpoint
+    (``_intervals``); every bootstrap is seeded by ``seed`` and the group's name."""
     counts = _counts(graded)
     problems = counts.problems
     if problems.empty:
@@ -215,26 +290,96 @@ def vote_metrics(
     group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
     rows = problems.groupby(group_keys, sort=False).indices
 
+    keys = (
+        problems["dataset"].astype(str) + "\x1f" + problems["problem_id"].astype(str)
+    ).to_numpy()
     out: list[CheckpointMetrics] = []
+    previous: dict[str | None, tuple[str, np.ndarray]] = {}
     for checkpoint in order:
         for dataset in datasets if split else [None]:
             found = rows.get((checkpoint, dataset) if split else checkpoint)
             if found is None:
                 continue
             index = np.asarray(found, dtype=np.int64)
-            out.append(
-                _one_group(
-                    checkpoint,
-                    dataset if dataset is not None else _pooled_name(datasets),
-                    steps.get(checkpoint),
-                    index,
-                    problems,
-                    stats,
-                    pass1,
-                    per_k,
-                )
+            name = dataset if dataset is not None else _pooled_name(datasets)
+            rng = np.random.default_rng([seed, zlib.crc32(f"{checkpoint}\x1f{name}".encode())])
+            row = _one_group(
+                checkpoint, name, steps.get(checkpoint), index, problems, stats, pass1, per_k
             )
+            update: dict[str, Any] = _group_cis(row, index, pass1, per_k, n_boot, rng)
+            if dataset in previous:
+                before_name, before = previous[dataset]
+                update["change"] = _change(
+                    before_name, before, index, keys, pass1, per_k, row, n_boot, rng
+                )
+            previous[dataset] = (checkpoint, index)
+            out.append(row.model_copy(update=update))
     return out
+
+
+def _gains(pass1: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return np.asarray(values - pass1, dtype=np.float64)
+
+
+def _group_cis(
+    row: CheckpointMetrics,
+    index: np.ndarray,
+    pass1: np.ndarray,
+    per_k: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    n_boot: int,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    pass_ci: dict[int, CI] = {}
+    maj_ci: dict[int, CI] = {}
+    gain_ci: dict[int, CI] = {}
+    for k, (passes, values, _, _) in per_k.items():
+        if row.pass_at_k.get(k) is None:
+            pass_ci[k] = maj_ci[k] = gain_ci[k] = None
+            continue
+        pass_ci[k] = mean_ci(passes[index].astype(np.float64), n_boot, rng)
+        maj_ci[k] = mean_ci(values[index].astype(np.float64), n_boot, rng)
+        gain_ci[k] = mean_ci(_gains(pass1[index], values[index]), n_boot, rng)
+    return {"pass_at_k_ci": pass_ci, "maj_at_k_ci": maj_ci, "sc_gain_at_k_ci": gain_ci}
+
+
+def _change(
+    before_name: str,
+    before: np.ndarray,
+    after: np.ndarray,
+    keys: np.ndarray,
+    pass1: np.ndarray,
+    per_k: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    row: CheckpointMetrics,
+    n_boot: int,
+    rng: np.random.Generator,
+) -> CheckpointChange:
+    """Paired change over the problems both checkpoints have."""
+    position = {key: i for i, key in zip(before, keys[before], strict=True)}
+    pairs = [
+        (position[key], i) for i, key in zip(after, keys[after], strict=True) if key in position
+    ]
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+
+    def paired(x_before: np.ndarray, x_after: np.ndarray) -> Change | None:
+        if len(pairs) == 0:
+            return None
+        diff = np.asarray(x_after - x_before, dtype=np.float64)
+        ci = mean_ci(diff, n_boot, rng)
+        return Change(delta=float(diff.mean()), ci=ci, verdict=verdict(ci))
+
+    gains: dict[int, Change | None] = {}
+    for k, (_, values, _, _) in per_k.items():
+        if row.sc_gain_at_k.get(k) is None:
+            gains[k] = None
+            continue
+        gains[k] = paired(_gains(pass1[a], values[a]), _gains(pass1[b], values[b]))
+    return CheckpointChange(
+        previous=before_name,
+        n_shared=len(pairs),
+        pass_at_1=paired(pass1[a], pass1[b]),
+        sc_gain_at_k=gains,
+    )
 
 
 def _pooled_name(datasets: list[str]) -> str:

@@ -1,0 +1,56 @@
+"""Intervals on vote metrics: a seeded percentile bootstrap over problems.
+
+The estimand of a checkpoint's pass@k, maj@k or sc_gain@k is its value over the benchmark's
+problem population and the model's sampling distribution. Each problem contributes one
+unbiased per-problem value (pass@k and maj@k are U-statistics of its n samples), so the metric
+is a mean over problems and its uncertainty is, first of all, which problems were drawn: the
+bootstrap resamples problems (with replacement) and recomputes the mean. The within-problem
+sampling noise is inside each resampled problem's value, so it is carried along.
+
+Between two checkpoints the change is paired: over the problems both have, each problem's
+difference is resampled, which removes the problems' shared difficulty from the noise. A
+change whose 95% interval covers 0 is ``within noise``; otherwise ``up`` or ``down``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["DEFAULT_N_BOOT", "LEVEL", "bootstrap_means", "mean_ci", "verdict"]
+
+DEFAULT_N_BOOT = 1000
+LEVEL = 0.95
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def bootstrap_means(values: FloatArray, n_boot: int, rng: np.random.Generator) -> FloatArray:
+    """``n_boot`` means of ``values`` resampled with replacement (one row of weights per
+    replicate, drawn as multinomial counts: exact and vectorised)."""
+    n = len(values)
+    if n == 0:
+        return np.full(n_boot, np.nan)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    return np.asarray(counts @ values / n, dtype=np.float64)
+
+
+def mean_ci(
+    values: FloatArray, n_boot: int, rng: np.random.Generator, level: float = LEVEL
+) -> tuple[float, float] | None:
+    """Percentile interval of the mean of ``values`` (problems resampled); None for fewer
+    than two problems, where no interval can be had."""
+    finite = values[np.isfinite(values)]
+    if len(finite) < 2:
+        return None
+    means = bootstrap_means(finite, n_boot, rng)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def verdict(ci: tuple[float, float] | None) -> str:
+    """``up`` or ``down`` when the interval excludes 0, else ``within noise``."""
+    if ci is None or ci[0] <= 0.0 <= ci[1]:
+        return "within noise"
+    return "up" if ci[0] > 0 else "down"
