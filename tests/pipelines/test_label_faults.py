@@ -132,6 +132,9 @@ def test_ctrl_c_says_how_to_resume(tmp_path: Path, fake: FakeOpenAIServer) -> No
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
+        # A job started in the background inherits SIGINT ignored; a terminal's Ctrl-C is
+        # what this test plays, so the child gets the default disposition back.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as process:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and fake.count < 2:
