@@ -142,3 +142,33 @@ def test_a_type_shift_against_an_sc_gain_change_within_noise_is_not_significant(
     real = Change(delta=-0.2, ci=(-0.3, -0.1), verdict="down")
     (finding,) = build_findings(**args, sc_change={"b": real})
     assert finding.significant and "within noise" not in finding.sentence
+
+
+def test_train_metrics_from_verl_console_and_wandb(tmp_path: object) -> None:
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    log = folder / "train.log"
+    log.write_text(
+        "INFO starting\n"
+        "step:25 - actor/entropy:8.63 - critic/score/mean:0.0044 - timing/gen:1.5e1\n"
+        "(WorkerDict) noise line\n"
+        "step:50 - actor/entropy:7.5 - critic/score/mean:-0.01 - response_length/mean:812\n",
+        encoding="utf-8",
+    )
+    tm = read_train_metrics(log)
+    assert list(tm.index) == [25, 50]
+    assert tm.loc[25, "actor/entropy"] == pytest.approx(8.63)
+    assert tm.loc[50, "critic/score/mean"] == pytest.approx(-0.01)
+    assert tm.loc[25, "timing/gen"] == pytest.approx(15.0)
+    assert pd.isna(tm.loc[25, "response_length/mean"])
+    wandb = folder / "wandb.csv"
+    wandb.write_text(
+        "Step,run7 - actor/entropy,run7 - actor/entropy__MIN,run7 - actor/entropy__MAX,"
+        "run7 - critic/score/mean\n"
+        "25,8.6,8.1,9.0,0.1\n50,7.5,7.0,8.0,0.2\n",
+        encoding="utf-8",
+    )
+    tm = read_train_metrics(wandb)
+    assert list(tm.columns) == ["actor/entropy", "critic/score/mean"]
+    assert tm.loc[50, "critic/score/mean"] == pytest.approx(0.2)

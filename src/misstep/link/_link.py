@@ -10,7 +10,9 @@ regression, dominant-type transitions and ranked findings. See ``_shifts``, ``_a
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -147,13 +149,60 @@ class LinkResult(BaseModel):
         return data
 
 
+_VERL_STEP = re.compile(r"(?:^|\s)step:(\d+)(?:\s|$)")
+_VERL_PAIR = re.compile(r"([^\s:]+):(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(?=\s|$)")
+_WANDB_STEP = ("step", "Step", "_step", "global_step", "trainer/global_step")
+
+
+def _verl_console(p: Path, lines: list[str]) -> pd.DataFrame:
+    """verl's console lines: ``step:25 - actor/entropy:8.63 - critic/score/mean:0.0044 - ...``
+    (other lines are skipped)."""
+    rows = []
+    for line in lines:
+        step = _VERL_STEP.search(line)
+        if step is None:
+            continue
+        row: dict[str, Any] = {"step": int(step.group(1))}
+        for key, value in _VERL_PAIR.findall(line.replace(" - ", "  ")):
+            if key != "step":
+                row[key] = float(value)
+        rows.append(row)
+    if not rows:
+        raise InputFormatError(path=p, reason="no line of the form 'step:N - name:value - ...'")
+    return pd.DataFrame(rows)
+
+
+def _wandb_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """A W&B CSV export: its step column (``Step``, ``_step`` ...) becomes ``step``; the
+    ``__MIN`` / ``__MAX`` band columns are dropped; a ``RUN - `` prefix shared by every metric
+    column is removed."""
+    if "step" not in df.columns:
+        for name in _WANDB_STEP:
+            if name in df.columns:
+                df = df.rename(columns={name: "step"})
+                break
+    df = df.loc[:, [c for c in df.columns if not str(c).endswith(("__MIN", "__MAX"))]]
+    metrics = [str(c) for c in df.columns if c != "step"]
+    prefixes = {c.split(" - ", 1)[0] for c in metrics if " - " in c}
+    if len(prefixes) == 1 and all(" - " in c for c in metrics):
+        df = df.rename(columns={c: c.split(" - ", 1)[1] for c in metrics})
+    return df
+
+
 def read_train_metrics(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or JSONL file with a ``step`` column and numeric metric columns."""
+    """Training metrics per step, from a CSV or JSONL file with a ``step`` column, a W&B CSV
+    export (``Step`` / ``_step``, ``RUN - metric`` columns), or verl's console log
+    (``step:25 - actor/entropy:8.63 - ...`` lines); numeric columns only, mean per step."""
     p = Path(path)
     try:
-        if p.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
+        text = p.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        first = next((line for line in lines if line.strip()), "")
+        if _VERL_STEP.search(first) or p.suffix.lower() in {".log", ".txt", ".out"}:
+            df = _verl_console(p, lines)
+        elif p.suffix.lower() in {".jsonl", ".json", ".ndjson"}:
             rows = []
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+            for i, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue
                 try:
@@ -164,14 +213,17 @@ def read_train_metrics(path: str | Path) -> pd.DataFrame:
                     ) from None
             df = pd.DataFrame(rows)
         else:
-            df = pd.read_csv(p)
+            df = _wandb_columns(pd.read_csv(io.StringIO(text)))
     except OSError as exc:
         raise InputFormatError(path=p, reason=f"cannot read: {exc.strerror}") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InputFormatError(path=p, reason=f"not a CSV file: {exc}") from None
     if "step" not in df.columns:
         raise InputFormatError(
-            path=p, reason="no 'step' column", hint="add a 'step' column holding the training step"
+            path=p,
+            reason="no 'step' column",
+            hint="add a 'step' column holding the training step (a W&B export's Step or "
+            "_step and verl's console lines 'step:N - ...' are read too)",
         )
     step = pd.to_numeric(df["step"], errors="coerce")
     if step.isna().any():
