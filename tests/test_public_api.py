@@ -52,6 +52,7 @@ PUBLIC = {
         "iter_outcomes",
         "load_graded",
         "read_traces",
+        "repetition_score",
     ],
     "misstep.taxonomy": [
         "BUILTIN_TAXONOMY",

@@ -167,6 +167,48 @@ def _print_text(r: LinkResult) -> None:
             "-" if big is None else f"{big.error_type} {100 * big.delta:+.1f} pp",
         )
     out.print(s)
+    if r.cause_shifts:
+        causes = Table(
+            title="other causes between consecutive checkpoints (paired over shared problems)"
+        )
+        for col in ("from", "to", "cause", "before", "after", "change [95% interval]", "adj. p"):
+            causes.add_column(col, justify="left" if col in ("from", "to", "cause") else "right")
+        for cs in r.cause_shifts:
+            rate = cs.cause.endswith("_rate")
+            scale = 100.0 if rate else 1.0
+            unit = " pp" if rate else ""
+            fmt = ".1f" if rate or cs.cause == "response_chars" else ".3f"
+            ci = (
+                ""
+                if cs.ci is None
+                else (f" [{scale * cs.ci[0]:+{fmt}}, {scale * cs.ci[1]:+{fmt}}]")
+            )
+            causes.add_row(
+                data(cs.before),
+                data(cs.after),
+                cs.cause,
+                f"{scale * cs.value_before:{fmt}}",
+                f"{scale * cs.value_after:{fmt}}",
+                f"{scale * cs.delta:+{fmt}}{unit}{ci}",
+                "-" if cs.p_value is None else f"{cs.p_value:.3g}",
+            )
+        out.print(causes)
+    if r.vote_transitions:
+        v = Table(
+            title="full-n vote of the shared problems between consecutive checkpoints (count)"
+        )
+        for col in ("from", "to", "right→right", "right→wrong", "wrong→right", "wrong→wrong"):
+            v.add_column(col, justify="left" if col in ("from", "to") else "right")
+        for vt in r.vote_transitions:
+            v.add_row(
+                data(vt.before),
+                data(vt.after),
+                str(vt.right_right),
+                str(vt.right_wrong),
+                str(vt.wrong_right),
+                str(vt.wrong_wrong),
+            )
+        out.print(v)
 
 
 def register(app: typer.Typer) -> None:

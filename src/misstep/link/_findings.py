@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import pandas as pd
 from pydantic import BaseModel
 
+from misstep.link._causes import CauseShift
 from misstep.link._linkstats import Correlation, Transition
 from misstep.link._shifts import CheckpointShares, Shift
 from misstep.metrics import Change
@@ -59,6 +60,37 @@ def _p(p: float) -> str:
     return text + ("" if p < ALPHA else ", not significant")
 
 
+_CAUSE_NAMES = {
+    "response_chars": ("the mean response length", "characters"),
+    "no_answer_rate": ("the share of samples with no final answer", "pp"),
+    "truncated_rate": ("the share of samples cut at the token limit", "pp"),
+    "repetition": ("the mean repetition score", ""),
+}
+
+
+def _cause_text(cs: CauseShift) -> str:
+    name, unit = _CAUSE_NAMES.get(cs.cause, (cs.cause, ""))
+    moved = "rose" if cs.delta > 0 else "fell"
+    ci = cs.ci or (cs.delta, cs.delta)
+    if unit == "pp":
+        counts = (
+            f", {cs.count_before:,} -> {cs.count_after:,} samples"
+            if cs.count_before is not None and cs.count_after is not None
+            else ""
+        )
+        return (
+            f"{name} {moved} from {100 * cs.value_before:.1f}% to {100 * cs.value_after:.1f}%"
+            f"{counts} ({100 * cs.delta:+.1f} pp, 95% interval [{100 * ci[0]:+.1f}, "
+            f"{100 * ci[1]:+.1f}] pp, over {cs.n_shared} shared problems)"
+        )
+    scale = ".0f" if unit == "characters" else ".3f"
+    return (
+        f"{name} {moved} from {cs.value_before:{scale}} to {cs.value_after:{scale}}"
+        f"{' ' + unit if unit else ''} (change {cs.delta:+{scale}}, 95% interval "
+        f"[{ci[0]:+{scale}}, {ci[1]:+{scale}}], over {cs.n_shared} shared problems)"
+    )
+
+
 def build_findings(
     *,
     shifts: list[Shift],
@@ -66,6 +98,7 @@ def build_findings(
     sc: dict[str, float],
     k: int,
     sc_change: Mapping[str, Change | None] | None = None,
+    cause_shifts: list[CauseShift] | None = None,
     failures: pd.DataFrame,
     correlations: list[Correlation],
     transitions: list[Transition],
@@ -131,6 +164,30 @@ def build_findings(
                 sentence=text + ".",
             )
             (strong if f.significant else weak).append(((0, -abs(c.cohen_h)), f))
+    for cs in cause_shifts or []:
+        if cs.p_value is None or cs.ci is None or cs.delta == 0:
+            continue
+        significant = cs.p_value < ALPHA and cs.verdict != "within noise"
+        change = sc_change.get(cs.after)
+        context = ""
+        if cs.before in sc and cs.after in sc:
+            context = f"; sc_gain@{k} went from {sc[cs.before]:+.3f} to {sc[cs.after]:+.3f}"
+            if change is not None and change.ci is not None:
+                context += (
+                    f" ({100 * change.delta:+.1f} pp [{100 * change.ci[0]:+.1f}, "
+                    f"{100 * change.ci[1]:+.1f}], {change.verdict})"
+                )
+        f = Finding(
+            rank=0,
+            kind="cause_shift",
+            checkpoint=cs.after,
+            error_type=None,
+            effect=cs.effect or 0.0,
+            p_value=cs.p_value,
+            significant=significant,
+            sentence=f"At {cs.after} {_cause_text(cs)} ({_p(cs.p_value)}){context}.",
+        )
+        (strong if significant else weak).append(((0, -abs(cs.effect or 0.0)), f))
     worst = min(sc, key=lambda ck: sc[ck]) if sc else None
     for cor in correlations:
         if cor.rho is None or cor.p_value is None or worst is None:
@@ -157,7 +214,9 @@ def build_findings(
             etype = cor.y if cor.kind == "train_vs_type" else None
         f = Finding(
             rank=0,
-            kind="correlation" if cor.kind == "type_vs_sc_gain" else "train_correlation",
+            kind={"type_vs_sc_gain": "correlation", "cause_vs_sc_gain": "cause_correlation"}.get(
+                cor.kind, "train_correlation"
+            ),
             checkpoint=worst,
             error_type=etype,
             effect=cor.rho,

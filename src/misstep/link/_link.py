@@ -31,6 +31,14 @@ from misstep.link._anatomy import (
     problem_votes,
     winner_types,
 )
+from misstep.link._causes import (
+    CAUSES,
+    CauseShift,
+    VoteTransition,
+    cause_shifts,
+    cause_values,
+    vote_transitions,
+)
 from misstep.link._findings import Finding, build_findings
 from misstep.link._linkstats import (
     Correlation,
@@ -110,6 +118,12 @@ class CheckpointSummary(BaseModel):
     """Type mix of the other labelled wrong traces of the same failed problems."""
     train_metrics: dict[str, float | None] = {}
     """Training metrics joined on ``step``, when given."""
+    causes: dict[str, float] = {}
+    """Mean over problems of each cause beyond error types (``_causes.CAUSES``)."""
+    n_no_answer: int = 0
+    """Samples without a final answer (count)."""
+    n_truncated: int = 0
+    """Samples cut at the token limit (count)."""
 
 
 class LinkResult(BaseModel):
@@ -134,6 +148,10 @@ class LinkResult(BaseModel):
     """Per-problem logistic regression of majority-vote failure."""
     transitions: list[Transition]
     """Dominant-type moves between consecutive checkpoints, most frequent first."""
+    cause_shifts: list[CauseShift] = []
+    """Changes of the causes beyond error types between consecutive checkpoints."""
+    vote_transitions: list[VoteTransition] = []
+    """Problems whose full-n vote went right/wrong between consecutive checkpoints."""
     coverage: dict[str, Any]
     """Solved-set Jaccard matrix, retention, acquisition, forgetting."""
     agreement: dict[str, Any] | None
@@ -345,6 +363,12 @@ def link_analysis(
     failed = votes[votes["majority_failure"]].merge(winners, on=PROBLEM_KEY, how="left")
 
     # Correlations across checkpoints, one BH family.
+    values = cause_values(graded)
+    causes_by_ck: dict[str, dict[str, float]] = {
+        str(ck): {str(c): float(v) for c, v in row.items()}
+        for ck, row in values.groupby("checkpoint", sort=False)[list(CAUSES)].mean().iterrows()
+    }
+    c_shifts = cause_shifts(values, checkpoints, seed=seed)
     _stage(on_stage, "correlations across checkpoints")
     rng = np.random.default_rng(seed)
     sc_vec = np.array([sc.get(ck, np.nan) for ck in checkpoints])
@@ -366,6 +390,11 @@ def link_analysis(
     }
     for t in types:
         corr(t, f"sc_gain@{k}", "type_vs_sc_gain", share_vec[t], sc_vec)
+    for cause in CAUSES:
+        series = np.array(
+            [causes_by_ck.get(ck, {}).get(cause, np.nan) for ck in checkpoints], dtype=np.float64
+        )
+        corr(cause, f"sc_gain@{k}", "cause_vs_sc_gain", series, sc_vec)
     tm_by_ck: dict[str, dict[str, float | None]] = {}
     if train_metrics is not None:
         tm = (
@@ -420,6 +449,7 @@ def link_analysis(
         failures=failed,
         correlations=cors,
         transitions=transitions,
+        cause_shifts=c_shifts,
     )
     if not any(f.significant for f in findings):
         notes.append("no finding reaches significance (adjusted p < 0.05)")
@@ -431,6 +461,9 @@ def link_analysis(
     n_wrong = graded[graded["outcome"].astype(str) == "wrong"].groupby("checkpoint").size()
     n_prob = votes.groupby("checkpoint", sort=False).size()
     steps_all = counts["step"].min()
+    outcome = graded["outcome"].astype(str)
+    n_unanswered = graded[outcome == "no_answer"].groupby("checkpoint").size()
+    n_cut = graded[outcome == "truncated"].groupby("checkpoint").size()
     fail_by = failed.groupby("checkpoint", sort=False)
     mix_by = dict(tuple(mix.groupby("checkpoint", sort=False))) if not mix.empty else {}
     for cs in shares:
@@ -472,6 +505,9 @@ def link_analysis(
                 winner_mix=_mix(m[m["in_winner"]], types) if len(m) else {},
                 other_mix=_mix(m[~m["in_winner"]], types) if len(m) else {},
                 train_metrics=tm_by_ck.get(ck, {}),
+                causes=causes_by_ck.get(ck, {}),
+                n_no_answer=int(n_unanswered.get(ck, 0)),
+                n_truncated=int(n_cut.get(ck, 0)),
             )
         )
 
@@ -511,6 +547,8 @@ def link_analysis(
         correlations=cors,
         regression=regression,
         transitions=transitions,
+        cause_shifts=c_shifts,
+        vote_transitions=vote_transitions(graded, checkpoints),
         coverage=coverage_table(graded),
         agreement=_agreement(human, lab) if human is not None else None,
         findings=findings,

@@ -54,9 +54,11 @@ from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace
 __all__ = [
     "CLASS_SPLIT_WRONG",
     "CORRECT_WITHOUT_ANSWER",
+    "REPETITION_WORDS",
     "GradeStats",
     "grade_traces",
     "iter_outcomes",
+    "repetition_score",
 ]
 
 CORRECT_WITHOUT_ANSWER = "<correct>"
@@ -140,6 +142,7 @@ def grade_traces(
     problem_ids: list[str] = []
     sample_idxs: list[int | None] = []
     lengths: list[int] = []
+    repeats: list[float] = []
     answers: list[str | None] = []
     keys: list[str | None] = []
     problem_of: list[int] = []
@@ -166,6 +169,7 @@ def grade_traces(
         problem_ids.append(interned.setdefault(trace.problem_id, trace.problem_id))
         sample_idxs.append(trace.sample_idx)
         lengths.append(len(trace.response))
+        repeats.append(repetition_score(trace.response))
         problem_of.append(p)
         gold = trace.gold_answer
         if gold is not None and prob.gold is None:
@@ -262,10 +266,27 @@ def grade_traces(
             "outcome": pd.array([o.value if o else None for o in outcomes], dtype=_STRING),
             "correct": pd.array(correct, dtype=bool),
             "response_chars": pd.array(lengths, dtype="int64"),
+            "repetition": pd.array(repeats, dtype="float32"),
         }
     )
     _split_classes_by_grade(frame)
     return frame[list(GRADED_COLUMNS)]
+
+
+REPETITION_WORDS = 256
+"""The repetition score looks at a response's last this many words (where loops show)."""
+
+
+def repetition_score(response: str) -> float:
+    """How much of a response repeats itself: the share of its word 4-grams (among the last
+    ``REPETITION_WORDS`` words) that already occurred earlier in that window. 0 for varied
+    text or fewer than 8 words; near 1 for a loop (``the answer is 2. the answer is 2. ...``).
+    Bounded work per trace: a window of the text, never the whole of a huge response."""
+    words = response[-REPETITION_WORDS * 12 :].split()[-REPETITION_WORDS:]
+    if len(words) < 8:
+        return 0.0
+    grams = list(zip(words, words[1:], words[2:], words[3:], strict=False))
+    return 1.0 - len(set(grams)) / len(grams)
 
 
 def _split_classes_by_grade(frame: pd.DataFrame) -> None:

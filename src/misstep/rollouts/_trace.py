@@ -93,4 +93,5 @@ GRADED_COLUMNS: dict[str, str] = {
     "outcome": "str (an Outcome value)",
     "correct": "bool",
     "response_chars": "int64 (length of the response in characters)",
+    "repetition": "float32 (share of repeated word 4-grams at the response's end; see grading)",
 }
