@@ -107,6 +107,7 @@ PUBLIC = {
         "request_seed",
     ],
     "misstep.metrics": [
+        "AggregatorScore",
         "Change",
         "CheckpointChange",
         "CheckpointMetrics",
@@ -114,6 +115,7 @@ PUBLIC = {
         "MajEstimate",
         "MajMethod",
         "ProblemCounts",
+        "VotingRow",
         "coverage",
         "maj_at_k_one",
         "order_checkpoints",
@@ -122,6 +124,7 @@ PUBLIC = {
         "problem_counts",
         "problem_stats",
         "vote_metrics",
+        "voting_table",
     ],
     "misstep.agreement": [
         "ALL_DATASETS",

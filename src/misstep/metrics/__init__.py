@@ -12,8 +12,10 @@ from misstep.metrics._votes import (
     problem_stats,
     vote_metrics,
 )
+from misstep.metrics._voting import AggregatorScore, VotingRow, voting_table
 
 __all__ = [
+    "AggregatorScore",
     "Change",
     "CheckpointChange",
     "CheckpointMetrics",
@@ -21,6 +23,7 @@ __all__ = [
     "MajEstimate",
     "MajMethod",
     "ProblemCounts",
+    "VotingRow",
     "coverage",
     "maj_at_k_one",
     "order_checkpoints",
@@ -29,4 +32,5 @@ __all__ = [
     "problem_counts",
     "problem_stats",
     "vote_metrics",
+    "voting_table",
 ]

@@ -1,0 +1,140 @@
+"""CLI: ``misstep voting``, other ways of aggregating the samples against majority voting."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from misstep.cli._errors import data, handles_errors, out_console
+from misstep.cli._load import load_run
+from misstep.cli._options import (
+    ByOpt,
+    GroupBy,
+    InputFormatOpt,
+    NoCacheOpt,
+    RegradeOpt,
+    SeedOpt,
+    SkipInvalidOpt,
+    TracesArg,
+)
+from misstep.errors import OptionError
+
+__all__ = ["register"]
+
+
+class VotingFormat(StrEnum):
+    """Output of ``misstep voting``."""
+
+    table = "table"
+    json = "json"
+
+
+def _ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise OptionError(option=option, value=text, allowed="comma-separated integers") from None
+    if not values or min(values) < 1:
+        raise OptionError(option=option, value=text, allowed="integers >= 1, e.g. 2,3,5")
+    return values
+
+
+def _early(text: str) -> list[tuple[int, int]]:
+    pairs = []
+    for part in (p for p in text.split(",") if p.strip()):
+        try:
+            m, n = (int(x) for x in part.split(":"))
+        except ValueError:
+            raise OptionError(
+                option="--early-stop", value=text, allowed="m:n pairs, e.g. 2:4,3:8"
+            ) from None
+        if not 1 <= m <= n:
+            raise OptionError(option="--early-stop", value=part, allowed="1 <= m <= n")
+        pairs.append((m, n))
+    return pairs
+
+
+@handles_errors
+def voting(
+    traces: TracesArg,
+    k: Annotated[int, typer.Option("--k", metavar="INT", min=1, help="The vote's budget.")] = 16,
+    window: Annotated[
+        str,
+        typer.Option("--window", metavar="W,W", help="Checkpoint windows to vote over."),
+    ] = "2,3,5",
+    early_stop: Annotated[
+        str,
+        typer.Option(
+            "--early-stop", metavar="M:N,M:N", help="Stop once M samples agree, at most N."
+        ),
+    ] = "2:4,3:8,4:16",
+    by: ByOpt = None,
+    output: Annotated[
+        VotingFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
+    ] = VotingFormat.table,
+    input_format: InputFormatOpt = None,
+    regrade: RegradeOpt = False,
+    skip_invalid: SkipInvalidOpt = False,
+    no_cache: NoCacheOpt = False,
+    seed: SeedOpt = 0,
+) -> None:
+    """Would another way of voting have avoided the majority-vote failures? Per checkpoint:
+    maj@K, majority over answered samples, voting over a window of checkpoints, early stop."""
+    windows = _ints(window, "--window")
+    stops = _early(early_stop)
+    run = load_run(
+        traces,
+        input_format=input_format,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        no_cache=no_cache,
+    )
+    from rich.table import Table
+
+    from misstep.metrics import voting_table
+
+    rows = voting_table(
+        run.table,
+        k,
+        windows=windows,
+        early_stops=stops,
+        by_dataset=None if by is None else by is GroupBy.dataset,
+        seed=seed,
+    )
+    if output is VotingFormat.json:
+        typer.echo(json.dumps([row.to_json() for row in rows], indent=2))
+        return
+    with_dataset = len({row.dataset for row in rows}) > 1
+    table = Table(
+        title="Aggregators per checkpoint: score (share of problems), samples used per problem, "
+        "majority-vote failures avoided (expected count)",
+        title_justify="left",
+    )
+    table.add_column("checkpoint")
+    if with_dataset:
+        table.add_column("dataset")
+    table.add_column("MV failures (count)", justify="right")
+    for agg in rows[0].aggregators if rows else []:
+        table.add_column(agg.name, justify="right")
+    for row in rows:
+        cells = []
+        for agg in row.aggregators:
+            if agg.score is None:
+                cells.append("-")
+                continue
+            se = f" ±{agg.score_se:.4f}" if agg.score_se else ""
+            cells.append(
+                f"{agg.score:.3f}{se}\n{agg.samples_used:.1f} samples\n"
+                f"{agg.failures_avoided:.1f} avoided"
+            )
+        head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
+        table.add_row(*head, str(row.majority_failures), *cells)
+    out_console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``voting`` to the app."""
+    app.command("voting")(voting)

@@ -1,0 +1,294 @@
+"""Other ways of aggregating the samples a run already has, against plain majority voting.
+
+Per checkpoint (x dataset), every aggregator gets a per-problem expected score (1 when it
+returns a correct answer; ties share the credit as in maj@k), averaged over the problems:
+
+- ``maj@K``: the majority vote over a uniformly random K-subset of the problem's samples
+  (``_majk``, exact).
+- ``maj-answered@K``: the same over the samples that have an answer only (K capped at their
+  number): what voting gains when unanswered samples are re-drawn instead of wasted.
+- ``window{W}-maj@K``: the expectation over uniformly random K-subsets of the samples pooled
+  over the last W checkpoints, this one included (answer classes are shared across
+  checkpoints), at the same total budget K; only where W checkpoints exist.
+- ``early-stop-{m}of{n}``: samples are drawn one at a time in a random order; drawing stops as
+  soon as m of them agree (that answer is returned) or after n (the plurality of those n is
+  returned). Seeded Monte Carlo over random orders (``EARLY_STOP_ORDERS`` per distinct
+  problem signature), with its standard error; ``samples_used`` is the expected number drawn.
+
+``failures_avoided`` is the expected number of the group's majority-vote failures (the full-n
+vote of ``problem_stats``) that the aggregator answers correctly.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from misstep.metrics._counts import ProblemCounts, problem_counts
+from misstep.metrics._majk import maj_at_k_one
+from misstep.metrics._order import order_checkpoints
+from misstep.metrics._votes import ALL_DATASETS, problem_stats
+
+__all__ = [
+    "DEFAULT_EARLY_STOP",
+    "DEFAULT_WINDOWS",
+    "EARLY_STOP_ORDERS",
+    "AggregatorScore",
+    "VotingRow",
+    "early_stop_one",
+    "voting_table",
+]
+
+DEFAULT_WINDOWS = (2, 3, 5)
+DEFAULT_EARLY_STOP = ((2, 4), (3, 8), (4, 16))
+EARLY_STOP_ORDERS = 4000
+
+
+class AggregatorScore(BaseModel):
+    """One aggregator at one checkpoint (x dataset)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """``maj@K``, ``maj-answered@K``, ``window{W}-maj@K`` or ``early-stop-{m}of{n}``."""
+    score: float | None
+    """Mean expected score over the problems (share); None where it is not defined."""
+    score_se: float = 0.0
+    """Standard error of ``score`` when it is a Monte Carlo estimate (else 0)."""
+    samples_used: float | None
+    """Expected samples used per problem."""
+    failures_avoided: float | None
+    """Expected number of the group's majority-vote failures it answers correctly."""
+
+
+class VotingRow(BaseModel):
+    """Every aggregator at one checkpoint (x dataset)."""
+
+    checkpoint: str
+    """Checkpoint."""
+    dataset: str
+    """Dataset, or ``"all"`` when pooled."""
+    n_problems: int
+    """Problems."""
+    majority_failures: int
+    """Majority-vote failures of the full-n vote (count)."""
+    aggregators: list[AggregatorScore]
+    """In a fixed order: maj, maj-answered, windows, early stops."""
+
+    def to_json(self) -> dict[str, object]:
+        """The object of ``misstep voting --format json``."""
+        return self.model_dump(mode="json")
+
+
+def _rng(seed: int, *parts: object) -> np.random.Generator:
+    text = "\x1f".join(str(p) for p in parts).encode()
+    return np.random.default_rng([seed, zlib.crc32(text)])
+
+
+def early_stop_one(
+    counts: Sequence[int],
+    correct: Sequence[bool],
+    n_none: int,
+    m: int,
+    budget: int,
+    *,
+    orders: int = EARLY_STOP_ORDERS,
+    rng: np.random.Generator,
+) -> tuple[float, float, float]:
+    """(expected score, its standard error, expected samples drawn) of early stopping for one
+    problem, by ``orders`` random orders of its samples (the last bucket never votes)."""
+    labels = np.repeat(np.arange(len(counts) + 1), [*counts, n_none])
+    n = len(labels)
+    draws = min(budget, n)
+    keys = rng.random((orders, n))
+    seq = labels[np.argsort(keys, axis=1)[:, :draws]]  # orders x draws
+    onehot = seq[:, :, None] == np.arange(len(counts))[None, None, :]
+    running = np.cumsum(onehot, axis=1)  # orders x draws x classes
+    hit = running.max(axis=2) >= m
+    stopped = hit.any(axis=1)
+    stop_at = np.where(stopped, hit.argmax(axis=1), draws - 1)
+    final = running[np.arange(orders), stop_at]  # counts when drawing stops
+    good = np.asarray(correct, dtype=bool)
+    top = final.max(axis=1, keepdims=True)
+    is_top = (final == top) & (top > 0)
+    n_top = is_top.sum(axis=1)
+    score = np.where(n_top > 0, (is_top & good).sum(axis=1) / np.maximum(n_top, 1), 0.0)
+    se = float(score.std(ddof=1) / math.sqrt(orders)) if orders > 1 else 0.0
+    return float(score.mean()), se, float((stop_at + 1).mean())
+
+
+@dataclass
+class _Tally:
+    """Per-problem values of each aggregator in one group."""
+
+    scores: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, list[float]] = field(default_factory=dict)
+    used: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, name: str, value: float, se: float, samples: float) -> None:
+        self.scores.setdefault(name, []).append(value)
+        self.errors.setdefault(name, []).append(se)
+        self.used.setdefault(name, []).append(samples)
+
+
+def _classes_of(counts: ProblemCounts) -> dict[int, list[tuple[str, int, bool]]]:
+    cls = counts.classes
+    out: dict[int, list[tuple[str, int, bool]]] = {}
+    for pidx, key, count, good in zip(
+        cls["pidx"], cls["answer_class"], cls["count"], cls["correct"], strict=True
+    ):
+        out.setdefault(int(pidx), []).append((str(key), int(count), bool(good)))
+    return out
+
+
+def voting_table(
+    graded: pd.DataFrame,
+    k: int,
+    *,
+    windows: Iterable[int] = DEFAULT_WINDOWS,
+    early_stops: Iterable[tuple[int, int]] = DEFAULT_EARLY_STOP,
+    by_dataset: bool | None = None,
+    seed: int = 0,
+) -> list[VotingRow]:
+    """Every aggregator per checkpoint (x dataset), in checkpoint order (module docstring)."""
+    counts = problem_counts(graded)
+    problems = counts.problems
+    stats = problem_stats(counts)
+    classes = _classes_of(counts)
+    order = order_checkpoints(problems)
+    rank = {ck: i for i, ck in enumerate(order)}
+    datasets = sorted(problems["dataset"].unique())
+    split = len(datasets) > 1 if by_dataset is None else by_dataset
+    where: dict[tuple[str, str, str], int] = {
+        (str(ck), str(ds), str(pid)): i
+        for i, (ck, ds, pid) in enumerate(
+            zip(problems["checkpoint"], problems["dataset"], problems["problem_id"], strict=True)
+        )
+    }
+    n_none = (problems["n"] - problems["n_answered"]).to_numpy(np.int64)
+    failed = stats["majority_failure"].to_numpy(bool)
+    cache: dict[tuple[object, ...], tuple[float, float, float]] = {}
+
+    def maj(cls: list[tuple[str, int, bool]], none: int, kk: int) -> float:
+        total = none + sum(c for _, c, _ in cls)
+        if total == 0 or not cls:
+            return 0.0
+        signature = ("maj", tuple(sorted((c, g) for _, c, g in cls)), none, min(kk, total))
+        if signature not in cache:
+            est = maj_at_k_one(
+                [c for _, c, _ in cls], [g for _, _, g in cls], none, min(kk, total), seed=seed
+            )
+            cache[signature] = (est.value, est.se, float(min(kk, total)))
+        return cache[signature][0]
+
+    def early(cls: list[tuple[str, int, bool]], none: int, m: int, n: int) -> tuple[float, ...]:
+        signature = ("early", tuple(sorted((c, g) for _, c, g in cls)), none, m, n)
+        if signature not in cache:
+            if not cls:
+                cache[signature] = (0.0, 0.0, float(min(n, none)))
+            else:
+                sorted_cls = sorted((c, g) for _, c, g in cls)
+                cache[signature] = early_stop_one(
+                    [c for c, _ in sorted_cls],
+                    [g for _, g in sorted_cls],
+                    none,
+                    m,
+                    n,
+                    rng=_rng(seed, *signature),
+                )
+        return cache[signature]
+
+    windows = list(windows)
+    early_stops = list(early_stops)
+    names = [
+        f"maj@{k}",
+        f"maj-answered@{k}",
+        *(f"window{w}-maj@{k}" for w in windows),
+        *(f"early-stop-{m}of{n}" for m, n in early_stops),
+    ]
+    group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
+    groups = problems.groupby(group_keys, sort=False).indices
+    out: list[VotingRow] = []
+    for checkpoint in order:
+        for dataset in datasets if split else [None]:
+            found = groups.get((checkpoint, dataset) if split else checkpoint)
+            if found is None:
+                continue
+            index = np.asarray(found, dtype=np.int64)
+            fails = failed[index]
+            tally = _Tally()
+            add = tally.add
+
+            for p in index:
+                cls = classes.get(int(p), [])
+                none = int(n_none[p])
+                total = none + sum(c for _, c, _ in cls)
+                add(f"maj@{k}", maj(cls, none, k), 0.0, float(min(k, total)))
+                answered = sum(c for _, c, _ in cls)
+                add(
+                    f"maj-answered@{k}",
+                    maj(cls, 0, min(k, answered)) if answered else 0.0,
+                    0.0,
+                    float(min(k, answered)),
+                )
+                ds, pid = str(problems["dataset"].iat[p]), str(problems["problem_id"].iat[p])
+                for w in windows:
+                    name = f"window{w}-maj@{k}"
+                    pos = rank[checkpoint]
+                    if pos + 1 < w:
+                        continue
+                    pooled: dict[str, tuple[int, bool]] = {}
+                    pooled_none = 0
+                    for ck in order[pos + 1 - w : pos + 1]:
+                        q = where.get((ck, ds, pid))
+                        if q is None:
+                            continue
+                        pooled_none += int(n_none[q])
+                        for key, c, g in classes.get(q, []):
+                            c0, g0 = pooled.get(key, (0, False))
+                            pooled[key] = (c0 + c, g0 or g)
+                    merged = [(key, c, g) for key, (c, g) in pooled.items()]
+                    add(name, maj(merged, pooled_none, k), 0.0, float(k))
+                for m, n in early_stops:
+                    value, se, samples = early(cls, none, m, n)
+                    add(f"early-stop-{m}of{n}", value, se, samples)
+            aggregators = []
+            for name in names:
+                if name not in tally.scores:  # a window longer than the checkpoints so far
+                    aggregators.append(
+                        AggregatorScore(
+                            name=name, score=None, samples_used=None, failures_avoided=None
+                        )
+                    )
+                    continue
+                arr = np.asarray(tally.scores[name])
+                se = math.sqrt(float(np.sum(np.square(tally.errors[name])))) / len(arr)
+                aggregators.append(
+                    AggregatorScore(
+                        name=name,
+                        score=float(arr.mean()),
+                        score_se=se,
+                        samples_used=float(np.mean(tally.used[name])),
+                        failures_avoided=float(arr[fails].sum()),
+                    )
+                )
+            out.append(
+                VotingRow(
+                    checkpoint=checkpoint,
+                    dataset=dataset if dataset is not None else _pooled(datasets),
+                    n_problems=len(index),
+                    majority_failures=int(fails.sum()),
+                    aggregators=aggregators,
+                )
+            )
+    return out
+
+
+def _pooled(datasets: list[str]) -> str:
+    return datasets[0] if len(datasets) == 1 else ALL_DATASETS
