@@ -107,6 +107,13 @@ class VoteTransition(BaseModel):
     """``dataset/problem_id`` of the problems that went from wrong to right."""
 
 
+def _column(graded: pd.DataFrame, name: str) -> pd.Series:
+    # A table built by hand (or by an older misstep) may lack a cause: it is left out (NaN).
+    if name in graded.columns:
+        return graded[name].astype(float)
+    return pd.Series(np.nan, index=graded.index, dtype=float)
+
+
 def cause_values(graded: pd.DataFrame) -> pd.DataFrame:
     """One row per problem: the key columns, the ``CAUSES`` (see the module docstring) and
     ``n``, its samples."""
@@ -116,10 +123,10 @@ def cause_values(graded: pd.DataFrame) -> pd.DataFrame:
             "checkpoint": graded["checkpoint"].astype(str),
             "dataset": graded["dataset"].astype(str),
             "problem_id": graded["problem_id"].astype(str),
-            "response_chars": graded["response_chars"].astype(float),
+            "response_chars": _column(graded, "response_chars"),
             "no_answer_rate": (outcome == "no_answer").astype(float),
             "truncated_rate": (outcome == "truncated").astype(float),
-            "repetition": graded["repetition"].astype(float),
+            "repetition": _column(graded, "repetition"),
             "n": 1.0,
         }
     )
@@ -152,6 +159,8 @@ def cause_shifts(values: pd.DataFrame, checkpoints: list[str], *, seed: int) -> 
         for cause in CAUSES:
             xa = a.loc[shared, cause].to_numpy(float)
             xb = b.loc[shared, cause].to_numpy(float)
+            if np.isnan(xa).all() and np.isnan(xb).all():
+                continue  # the table has no such column
             diff = xb - xa
             delta = float(diff.mean()) if len(diff) else 0.0
             if len(shared) < MIN_SHARED:

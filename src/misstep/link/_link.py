@@ -365,7 +365,7 @@ def link_analysis(
     # Correlations across checkpoints, one BH family.
     values = cause_values(graded)
     causes_by_ck: dict[str, dict[str, float]] = {
-        str(ck): {str(c): float(v) for c, v in row.items()}
+        str(ck): {str(c): float(v) for c, v in row.items() if np.isfinite(v)}
         for ck, row in values.groupby("checkpoint", sort=False)[list(CAUSES)].mean().iterrows()
     }
     c_shifts = cause_shifts(values, checkpoints, seed=seed)
