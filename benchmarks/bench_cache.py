@@ -81,11 +81,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", type=Path, default=SHARED_RUN if SHARED_RUN.exists() else None)
     parser.add_argument("--n", type=int, default=200_000)
+    parser.add_argument("--skip-real", action="store_true", help="Only the synthetic case.")
     args = parser.parse_args()
     out: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if args.input is not None:
+        if args.input is not None and not args.skip_real:
             out["real"] = _case(args.input, work)
         synthetic = work / "synthetic.jsonl"
         write_traces(synthetic, args.n, seed=0)

@@ -27,7 +27,7 @@ def test_bench_grading_smoke() -> None:
 
 def test_bench_cache_smoke(tmp_path: object) -> None:
     out = subprocess.run(
-        [sys.executable, "benchmarks/bench_cache.py", "--n", "300"],
+        [sys.executable, "benchmarks/bench_cache.py", "--n", "300", "--skip-real"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -1,5 +1,6 @@
 """Vote metrics per checkpoint: counts, pass@k, maj@k, answer statistics, coverage."""
 
+from misstep.metrics._compare import Comparison, compare_runs
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._coverage import Coverage, coverage
 from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
@@ -19,11 +20,13 @@ __all__ = [
     "Change",
     "CheckpointChange",
     "CheckpointMetrics",
+    "Comparison",
     "Coverage",
     "MajEstimate",
     "MajMethod",
     "ProblemCounts",
     "VotingRow",
+    "compare_runs",
     "coverage",
     "maj_at_k_one",
     "order_checkpoints",
