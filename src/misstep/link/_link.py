@@ -91,6 +91,8 @@ class CheckpointSummary(BaseModel):
     """``n_labelled / n_wrong`` (share); None without wrong traces."""
     metrics: dict[str, float | None]
     """``pass@1``, ``maj@k`` and ``sc_gain@k`` for each k."""
+    metrics_ci: dict[str, tuple[float, float] | None] = {}
+    """95% bootstrap interval over problems of each of ``metrics``."""
     error_dist: dict[str, float | None] | None
     """The distribution the analysis used: corrected with human labels, else the judge's
     (see ``error_dist_source``); None when no wrong trace of the checkpoint is labelled."""
@@ -332,7 +334,7 @@ def link_analysis(
     n_min = int(graded.groupby(PROBLEM_KEY, sort=False).size().min())
     ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
     k = ks_used[-1]
-    metrics, sc_changes = vote_table(graded, ks_used, seed)
+    metrics, sc_changes, metric_cis = vote_table(graded, ks_used, seed)
     metric_rows = metrics.to_dict("index")
     sc = {ck: float(metric_rows[ck][f"sc_gain@{k}"]) for ck in checkpoints if ck in metric_rows}
 
@@ -492,6 +494,10 @@ def link_analysis(
                 metrics={
                     c: finite(metrics.loc[ck, c]) if ck in metrics.index else None
                     for c in metrics.columns
+                },
+                metrics_ci={
+                    c: (tuple(v) if v is not None else None)
+                    for c, v in metric_cis.get(ck, {}).items()
                 },
                 error_dist=used,
                 error_dist_source="corrected" if corrected is not None else "judge",

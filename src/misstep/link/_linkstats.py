@@ -52,7 +52,7 @@ def finite(x: Any) -> float | None:
 
 def vote_table(
     graded: pd.DataFrame, ks: list[int], seed: int
-) -> tuple[pd.DataFrame, dict[str, dict[int, Change | None]]]:
+) -> tuple[pd.DataFrame, dict[str, dict[int, Change | None]], dict[str, dict[str, Any]]]:
     """Per checkpoint (index): ``pass@1`` and ``maj@k`` / ``sc_gain@k`` for each k, from
     ``misstep.metrics.vote_metrics`` with datasets pooled (the numbers of ``misstep summary
     --by checkpoint``); and per checkpoint, the paired change of sc_gain@k from the previous
@@ -65,7 +65,8 @@ def vote_table(
     cols = ["pass@1"] + [f"{p}@{k}" for k in ks for p in ("maj", "sc_gain")]
     df = pd.DataFrame(rows).set_index("checkpoint")
     changes = {m.checkpoint: dict(m.change.sc_gain_at_k) for m in metrics if m.change is not None}
-    return df[cols].astype(float), changes
+    intervals = {str(r["checkpoint"]): {c: r.get(f"{c}_ci") for c in cols} for r in rows}
+    return df[cols].astype(float), changes, intervals
 
 
 class Correlation(BaseModel):
