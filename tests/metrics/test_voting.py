@@ -124,3 +124,44 @@ def test_voting_command_json(tmp_path: Path) -> None:
     maj = rows[0]["aggregators"][0]
     assert set(maj) == {"name", "score", "score_se", "samples_used", "failures_avoided"}
     assert maj["score"] == pytest.approx(_maj_brute(C1, 3))
+
+
+def test_weighted_vote_equals_brute_force() -> None:
+    # c1: g g w w w (None): plain vote w (3 vs 2) -> 0; weights make g win: 0.9+0.8 > 0.2*3.
+    table = _table()
+    weights = pd.Series([0.9, 0.8, 0.2, 0.2, 0.2, 5.0] + [0.1] * 6, index=table.index)
+    rows = voting_table(table, 3, windows=[], early_stops=[], weights=weights, weight_name="rm")
+    first, second = _by_name(rows, "c1"), _by_name(rows, "c2")
+    assert first["maj@all"].score == 0.0 and first["weighted-maj@all[rm]"].score == 1.0
+    assert first["weighted-maj@all[rm]"].failures_avoided == 1.0
+    # c2: g w v v g g with equal weights: g wins 3 to 2 either way
+    assert second["maj@all"].score == second["weighted-maj@all[rm]"].score == 1.0
+    # log-probabilities (negative): exp keeps the order, so g still wins at c1
+    logs = pd.Series([-0.1, -0.2, -3.0, -3.0, -3.0, -0.1] + [-1.0] * 6, index=table.index)
+    rows = voting_table(table, 3, windows=[], early_stops=[], weights=logs, weight_name="lp")
+    # exp(-0.1)+exp(-0.2) = 1.72 > 3*exp(-3) = 0.15
+    assert _by_name(rows, "c1")["weighted-maj@all[lp]"].score == 1.0
+
+
+def test_voting_weight_field_from_the_input(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    rows = [
+        {
+            "problem_id": "p",
+            "sample_idx": i,
+            "response": f"\\boxed{{{a}}}",
+            "gold_answer": "1",
+            "rm": w,
+        }
+        for i, (a, w) in enumerate([("1", 0.9), ("1", 0.8), ("2", 0.1), ("2", 0.1), ("2", 0.1)])
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    runner = CliRunner()
+    args = ["voting", str(path), "--k", "3", "--weight-field", "rm", "--format", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    scores = {a["name"]: a["score"] for a in row["aggregators"]}
+    assert scores["maj@all"] == 0.0 and scores["weighted-maj@all[rm]"] == 1.0
+    missing = runner.invoke(app, ["voting", str(path), "--weight-field", "nope"])
+    assert missing.exit_code == 2 and "--weight-field" in missing.stderr

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,14 +14,19 @@ from misstep.cli._load import load_run
 from misstep.cli._options import (
     ByOpt,
     GroupBy,
+    InputFormat,
     InputFormatOpt,
     NoCacheOpt,
     RegradeOpt,
     SeedOpt,
     SkipInvalidOpt,
     TracesArg,
+    input_format_value,
 )
 from misstep.errors import OptionError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["register"]
 
@@ -57,6 +63,36 @@ def _early(text: str) -> list[tuple[int, int]]:
     return pairs
 
 
+def _field_values(
+    traces: Path, input_format: InputFormat | None, table: pd.DataFrame, field: str
+) -> pd.Series:
+    """The numeric input field ``field`` of every graded trace (NaN where absent), read from
+    the trace's own field or its passed-through extras."""
+    import math
+
+    import pandas as pd
+
+    from misstep.rollouts import read_traces
+
+    values: dict[str, float] = {}
+    for trace in read_traces(traces, input_format=input_format_value(input_format)):
+        raw = getattr(trace, field, None) if field in type(trace).model_fields else None
+        raw = trace.extra.get(field, raw)
+        try:
+            number = float(raw) if raw is not None else math.nan
+        except (TypeError, ValueError):
+            number = math.nan
+        values[trace.trace_id] = number
+    found = sum(1 for v in values.values() if not math.isnan(v))
+    if not found:
+        raise OptionError(
+            option="--weight-field",
+            value=field,
+            allowed=f"a numeric field that the rows of {traces} carry",
+        )
+    return pd.Series([values.get(t, math.nan) for t in table["trace_id"]], index=table.index)
+
+
 @handles_errors
 def voting(
     traces: TracesArg,
@@ -71,6 +107,15 @@ def voting(
             "--early-stop", metavar="M:N,M:N", help="Stop once M samples agree, at most N."
         ),
     ] = "2:4,3:8,4:16",
+    weight_field: Annotated[
+        str | None,
+        typer.Option(
+            "--weight-field",
+            metavar="FIELD",
+            help="A numeric per-trace input field (reward score, confidence, mean log-prob): "
+            "adds the vote weighted by it.",
+        ),
+    ] = None,
     by: ByOpt = None,
     output: Annotated[
         VotingFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
@@ -96,6 +141,9 @@ def voting(
 
     from misstep.metrics import voting_table
 
+    weights = None
+    if weight_field is not None:
+        weights = _field_values(traces, input_format, run.table, weight_field)
     rows = voting_table(
         run.table,
         k,
@@ -103,6 +151,8 @@ def voting(
         early_stops=stops,
         by_dataset=None if by is None else by is GroupBy.dataset,
         seed=seed,
+        weights=weights,
+        weight_name=weight_field or "weight",
     )
     if output is VotingFormat.json:
         typer.echo(json.dumps([row.to_json() for row in rows], indent=2))

@@ -14,6 +14,12 @@ returns a correct answer; ties share the credit as in maj@k), averaged over the 
   soon as m of them agree (that answer is returned) or after n (the plurality of those n is
   returned). Seeded Monte Carlo over random orders (``EARLY_STOP_ORDERS`` per distinct
   problem signature), with its standard error; ``samples_used`` is the expected number drawn.
+- ``maj@all``: the plain vote over all of a problem's samples (the baseline of the next one);
+- ``weighted-maj@all[FIELD]``, with per-trace ``weights``: the vote over all samples where each
+  answered sample counts its weight (a reward-model score, a confidence, a mean token
+  log-probability). When some weight of the run is negative the weights are read as
+  log-scores and each problem's are exponentiated (``exp(w - max w)``), so that the order is
+  kept and every weight is positive.
 
 ``failures_avoided`` is the expected number of the group's majority-vote failures (the full-n
 vote of ``problem_stats``) that the aggregator answers correctly.
@@ -155,8 +161,11 @@ def voting_table(
     early_stops: Iterable[tuple[int, int]] = DEFAULT_EARLY_STOP,
     by_dataset: bool | None = None,
     seed: int = 0,
+    weights: pd.Series | None = None,
+    weight_name: str = "weight",
 ) -> list[VotingRow]:
-    """Every aggregator per checkpoint (x dataset), in checkpoint order (module docstring)."""
+    """Every aggregator per checkpoint (x dataset), in checkpoint order (module docstring).
+    ``weights`` (aligned with ``graded``'s rows; NaN for none) adds the weighted vote."""
     counts = problem_counts(graded)
     problems = counts.problems
     stats = problem_stats(counts)
@@ -212,6 +221,9 @@ def voting_table(
         *(f"window{w}-maj@{k}" for w in windows),
         *(f"early-stop-{m}of{n}" for m, n in early_stops),
     ]
+    full = _full_votes(graded, weights) if weights is not None else None
+    if full is not None:
+        names += ["maj@all", f"weighted-maj@all[{weight_name}]"]
     group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
     groups = problems.groupby(group_keys, sort=False).indices
     out: list[VotingRow] = []
@@ -258,6 +270,10 @@ def voting_table(
                 for m, n in early_stops:
                     value, se, samples = early(cls, none, m, n)
                     add(f"early-stop-{m}of{n}", value, se, samples)
+                if full is not None:
+                    plain, weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))
+                    add("maj@all", plain, 0.0, float(total))
+                    add(f"weighted-maj@all[{weight_name}]", weighted, 0.0, float(total))
             aggregators = []
             for name in names:
                 if name not in tally.scores:  # a window longer than the checkpoints so far
@@ -287,6 +303,42 @@ def voting_table(
                     aggregators=aggregators,
                 )
             )
+    return out
+
+
+def _credit(frame: pd.DataFrame, column: str) -> pd.Series:
+    """Per problem: the share of the top classes (by ``column``) that are correct."""
+    top = frame.groupby(["checkpoint", "dataset", "problem_id"])[column].transform("max")
+    is_top = (frame[column] == top) & (top > 0)
+    tops = frame[is_top]
+    keys = ["checkpoint", "dataset", "problem_id"]
+    return tops.groupby(keys)["correct"].mean()
+
+
+def _full_votes(
+    graded: pd.DataFrame, weights: pd.Series
+) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """(plain, weighted) full-vote score per (checkpoint, dataset, problem_id)."""
+    keys = ["checkpoint", "dataset", "problem_id"]
+    frame = graded[[*keys, "answer_class", "correct"]].copy()
+    for key in keys:
+        frame[key] = frame[key].astype(str)
+    w = pd.to_numeric(weights, errors="coerce").to_numpy(float)
+    frame["w"] = w
+    frame = frame[frame["answer_class"].notna() & np.isfinite(frame["w"])]
+    if (frame["w"] < 0).any():
+        frame["w"] = np.exp(frame["w"] - frame.groupby(keys)["w"].transform("max"))
+    frame["answer_class"] = frame["answer_class"].astype(str)
+    classes = frame.groupby([*keys, "answer_class"]).agg(
+        votes=("w", "size"), weight=("w", "sum"), correct=("correct", "any")
+    )
+    classes = classes.reset_index()
+    plain = _credit(classes, "votes")
+    weighted = _credit(classes, "weight")
+    out: dict[tuple[str, str, str], tuple[float, float]] = {}
+    for problem, value in plain.items():
+        ck, ds, pid = (str(part) for part in problem)  # type: ignore[attr-defined]
+        out[(ck, ds, pid)] = (float(value), float(weighted.get(problem, 0.0)))
     return out
 
 
