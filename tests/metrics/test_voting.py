@@ -165,3 +165,15 @@ def test_voting_weight_field_from_the_input(tmp_path: Path) -> None:
     assert scores["maj@all"] == 0.0 and scores["weighted-maj@all[rm]"] == 1.0
     missing = runner.invoke(app, ["voting", str(path), "--weight-field", "nope"])
     assert missing.exit_code == 2 and "--weight-field" in missing.stderr
+
+
+def test_short_half_vote_equals_brute_force() -> None:
+    # c1: g g w w w (None) with lengths 10 10 90 90 90 (50): median 70, so the shorter half is
+    # g g and the no-answer sample: g wins where the plain vote picks w.
+    table = _table()
+    table["response_chars"] = [10, 10, 90, 90, 90, 50, 10, 90, 10, 10, 90, 90]
+    rows = voting_table(table, 3, windows=[], early_stops=[])
+    first, second = _by_name(rows, "c1"), _by_name(rows, "c2")
+    assert first["maj@all"].score == 0.0 and first["short-half-maj@all"].score == 1.0
+    # c2: g w v v g g, median 50: short ones g v v -> v wins: 0; the plain vote g: 1
+    assert second["maj@all"].score == 1.0 and second["short-half-maj@all"].score == 0.0

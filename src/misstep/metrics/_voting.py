@@ -14,7 +14,9 @@ returns a correct answer; ties share the credit as in maj@k), averaged over the 
   soon as m of them agree (that answer is returned) or after n (the plurality of those n is
   returned). Seeded Monte Carlo over random orders (``EARLY_STOP_ORDERS`` per distinct
   problem signature), with its standard error; ``samples_used`` is the expected number drawn.
-- ``maj@all``: the plain vote over all of a problem's samples (the baseline of the next one);
+- ``maj@all``: the plain vote over all of a problem's samples (the baseline of the next two);
+- ``short-half-maj@all``: the vote over the samples no longer than the problem's median
+  response (a length-aware vote: long responses of RL models are more often wrong);
 - ``weighted-maj@all[FIELD]``, with per-trace ``weights``: the vote over all samples where each
   answered sample counts its weight (a reward-model score, a confidence, a mean token
   log-probability). When some weight of the run is negative the weights are read as
@@ -222,8 +224,13 @@ def voting_table(
         *(f"early-stop-{m}of{n}" for m, n in early_stops),
     ]
     full = _full_votes(graded, weights) if weights is not None else None
+    short = _full_votes(graded, _shorter_half(graded)) if "response_chars" in graded else None
+    if full is not None or short is not None:
+        names.append("maj@all")
+    if short is not None:
+        names.append("short-half-maj@all")
     if full is not None:
-        names += ["maj@all", f"weighted-maj@all[{weight_name}]"]
+        names.append(f"weighted-maj@all[{weight_name}]")
     group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
     groups = problems.groupby(group_keys, sort=False).indices
     out: list[VotingRow] = []
@@ -270,9 +277,14 @@ def voting_table(
                 for m, n in early_stops:
                     value, se, samples = early(cls, none, m, n)
                     add(f"early-stop-{m}of{n}", value, se, samples)
-                if full is not None:
-                    plain, weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))
+                if full is not None or short is not None:
+                    plain = (full or short or {}).get((checkpoint, ds, pid), (0.0, 0.0))[0]
                     add("maj@all", plain, 0.0, float(total))
+                if short is not None:
+                    value = short.get((checkpoint, ds, pid), (0.0, 0.0))[1]
+                    add("short-half-maj@all", value, 0.0, float(total))
+                if full is not None:
+                    weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))[1]
                     add(f"weighted-maj@all[{weight_name}]", weighted, 0.0, float(total))
             aggregators = []
             for name in names:
@@ -340,6 +352,14 @@ def _full_votes(
         ck, ds, pid = (str(part) for part in problem)  # type: ignore[attr-defined]
         out[(ck, ds, pid)] = (float(value), float(weighted.get(problem, 0.0)))
     return out
+
+
+def _shorter_half(graded: pd.DataFrame) -> pd.Series:
+    """Weight 1 for a sample no longer than its problem's median response, else 0."""
+    keys = [graded[k].astype(str) for k in ("checkpoint", "dataset", "problem_id")]
+    length = graded["response_chars"].astype(float)
+    median = length.groupby(keys).transform("median")
+    return (length <= median).astype(float)
 
 
 def _pooled(datasets: list[str]) -> str:
