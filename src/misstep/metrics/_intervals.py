@@ -17,7 +17,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DEFAULT_N_BOOT", "LEVEL", "bootstrap_means", "mean_ci", "verdict"]
+__all__ = [
+    "DEFAULT_N_BOOT",
+    "LEVEL",
+    "bootstrap_means",
+    "mean_ci",
+    "resample_counts",
+    "verdict",
+]
 
 DEFAULT_N_BOOT = 1000
 LEVEL = 0.95
@@ -35,11 +42,27 @@ def bootstrap_means(values: FloatArray, n_boot: int, rng: np.random.Generator) -
     return np.asarray(counts @ values / n, dtype=np.float64)
 
 
+def resample_counts(n: int, n_boot: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """``n_boot`` x ``n`` counts of each item in a resample with replacement: one draw that
+    several metrics of the same items can share."""
+    return np.asarray(rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot), dtype=np.int64)
+
+
 def mean_ci(
-    values: FloatArray, n_boot: int, rng: np.random.Generator, level: float = LEVEL
+    values: FloatArray,
+    n_boot: int,
+    rng: np.random.Generator,
+    level: float = LEVEL,
+    counts: npt.NDArray[np.int64] | None = None,
 ) -> tuple[float, float] | None:
     """Percentile interval of the mean of ``values`` (problems resampled); None for fewer
-    than two problems, where no interval can be had."""
+    than two problems, where no interval can be had. ``counts`` (from ``resample_counts``)
+    reuses one resample for several metrics of the same items (all values finite)."""
+    if counts is not None and len(values) >= 2 and np.isfinite(values).all():
+        means = counts @ values / len(values)
+        tail = (1.0 - level) / 2.0
+        low, high = np.quantile(means, [tail, 1.0 - tail])
+        return float(low), float(high)
     finite = values[np.isfinite(values)]
     if len(finite) < 2:
         return None

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from misstep.errors import OptionError
 from misstep.metrics._answer_stats import answer_stats
 from misstep.metrics._counts import ProblemCounts, problem_counts
-from misstep.metrics._intervals import DEFAULT_N_BOOT, mean_ci, verdict
+from misstep.metrics._intervals import DEFAULT_N_BOOT, mean_ci, resample_counts, verdict
 from misstep.metrics._majk import MIN_MC_SUBSETS, maj_at_k_signatures
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k
@@ -332,13 +332,15 @@ def _group_cis(
     pass_ci: dict[int, CI] = {}
     maj_ci: dict[int, CI] = {}
     gain_ci: dict[int, CI] = {}
+    # One resample of the group's problems serves every metric (and keeps them coherent).
+    counts = resample_counts(len(index), n_boot, rng) if len(index) >= 2 else None
     for k, (passes, values, _, _) in per_k.items():
         if row.pass_at_k.get(k) is None:
             pass_ci[k] = maj_ci[k] = gain_ci[k] = None
             continue
-        pass_ci[k] = mean_ci(passes[index].astype(np.float64), n_boot, rng)
-        maj_ci[k] = mean_ci(values[index].astype(np.float64), n_boot, rng)
-        gain_ci[k] = mean_ci(_gains(pass1[index], values[index]), n_boot, rng)
+        pass_ci[k] = mean_ci(passes[index].astype(np.float64), n_boot, rng, counts=counts)
+        maj_ci[k] = mean_ci(values[index].astype(np.float64), n_boot, rng, counts=counts)
+        gain_ci[k] = mean_ci(_gains(pass1[index], values[index]), n_boot, rng, counts=counts)
     return {"pass_at_k_ci": pass_ci, "maj_at_k_ci": maj_ci, "sc_gain_at_k_ci": gain_ci}
 
 
@@ -361,11 +363,13 @@ def _change(
     a = np.array([p[0] for p in pairs], dtype=np.int64)
     b = np.array([p[1] for p in pairs], dtype=np.int64)
 
+    counts = resample_counts(len(pairs), n_boot, rng) if len(pairs) >= 2 else None
+
     def paired(x_before: np.ndarray, x_after: np.ndarray) -> Change | None:
         if len(pairs) == 0:
             return None
         diff = np.asarray(x_after - x_before, dtype=np.float64)
-        ci = mean_ci(diff, n_boot, rng)
+        ci = mean_ci(diff, n_boot, rng, counts=counts)
         return Change(delta=float(diff.mean()), ci=ci, verdict=verdict(ci))
 
     gains: dict[int, Change | None] = {}

@@ -273,7 +273,7 @@ def grade_traces(
     return frame[list(GRADED_COLUMNS)]
 
 
-REPETITION_WORDS = 256
+REPETITION_WORDS = 64
 """The repetition score looks at a response's last this many words (where loops show)."""
 
 
@@ -282,11 +282,12 @@ def repetition_score(response: str) -> float:
     ``REPETITION_WORDS`` words) that already occurred earlier in that window. 0 for varied
     text or fewer than 8 words; near 1 for a loop (``the answer is 2. the answer is 2. ...``).
     Bounded work per trace: a window of the text, never the whole of a huge response."""
-    words = response[-REPETITION_WORDS * 12 :].split()[-REPETITION_WORDS:]
-    if len(words) < 8:
+    # A short window keeps this cheap (about 20 us a trace): a loop shows at the end.
+    words = response[-REPETITION_WORDS * 10 :].split()[-REPETITION_WORDS:]
+    n = len(words) - 3
+    if n < 5:
         return 0.0
-    grams = list(zip(words, words[1:], words[2:], words[3:], strict=False))
-    return 1.0 - len(set(grams)) / len(grams)
+    return 1.0 - len(set(zip(words, words[1:], words[2:], words[3:], strict=False))) / n
 
 
 def _split_classes_by_grade(frame: pd.DataFrame) -> None:
