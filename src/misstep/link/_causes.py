@@ -162,52 +162,33 @@ def cause_shifts(values: pd.DataFrame, checkpoints: list[str], *, seed: int) -> 
             if np.isnan(xa).all() and np.isnan(xb).all():
                 continue  # the table has no such column
             diff = xb - xa
-            delta = float(diff.mean()) if len(diff) else 0.0
-            if len(shared) < MIN_SHARED:
-                shifts.append(
-                    CauseShift(
-                        cause=cause,
-                        before=before,
-                        after=after,
-                        n_shared=len(shared),
-                        value_before=float(xa.mean()) if len(xa) else 0.0,
-                        value_after=float(xb.mean()) if len(xb) else 0.0,
-                        delta=delta,
-                        ci=None,
-                        effect=None,
-                        p_value=None,
-                        p_raw=None,
-                        verdict="within noise",
-                        note=f"too few data: {len(shared)} shared problems (needs {MIN_SHARED})",
-                    )
-                )
-                continue
-            counts: dict[str, int | None] = {"count_before": None, "count_after": None}
-            if cause.endswith("_rate"):
-                counts = {
-                    "count_before": round(float((xa * a.loc[shared, "n"].to_numpy(float)).sum())),
-                    "count_after": round(float((xb * b.loc[shared, "n"].to_numpy(float)).sum())),
-                }
-            ci = mean_ci(diff, 1000, rng)
-            spread = float(np.std(np.concatenate([xa, xb]), ddof=1))
-            p = _sign_flip_p(diff, rng) if np.any(diff != 0) else 1.0
-            shifts.append(
-                CauseShift(
-                    cause=cause,
-                    before=before,
-                    after=after,
-                    n_shared=len(shared),
-                    value_before=float(xa.mean()),
-                    value_after=float(xb.mean()),
-                    delta=delta,
-                    ci=ci,
-                    effect=delta / spread if spread > 0 else None,
-                    p_value=p,
-                    p_raw=p,
-                    verdict=verdict(ci),
-                    **counts,
-                )
+            shift = CauseShift(
+                cause=cause,
+                before=before,
+                after=after,
+                n_shared=len(shared),
+                value_before=float(xa.mean()) if len(xa) else 0.0,
+                value_after=float(xb.mean()) if len(xb) else 0.0,
+                delta=float(diff.mean()) if len(diff) else 0.0,
+                ci=None,
+                effect=None,
+                p_value=None,
+                p_raw=None,
+                verdict="within noise",
             )
+            if len(shared) < MIN_SHARED:
+                shift.note = f"too few data: {len(shared)} shared problems (needs {MIN_SHARED})"
+                shifts.append(shift)
+                continue
+            if cause.endswith("_rate"):
+                shift.count_before = round(float((xa * a.loc[shared, "n"].to_numpy(float)).sum()))
+                shift.count_after = round(float((xb * b.loc[shared, "n"].to_numpy(float)).sum()))
+            shift.ci = mean_ci(diff, 1000, rng)
+            spread = float(np.std(np.concatenate([xa, xb]), ddof=1))
+            shift.effect = shift.delta / spread if spread > 0 else None
+            shift.p_raw = shift.p_value = _sign_flip_p(diff, rng) if np.any(diff != 0) else 1.0
+            shift.verdict = verdict(shift.ci)
+            shifts.append(shift)
     for shift, adjusted in zip(shifts, bh_adjust([s.p_raw for s in shifts]), strict=True):
         shift.p_value = adjusted
     return shifts

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,6 +42,7 @@ __all__ = [
     "Change",
     "CheckpointChange",
     "CheckpointMetrics",
+    "iter_groups",
     "problem_stats",
     "vote_metrics",
 ]
@@ -283,38 +285,46 @@ def vote_metrics(
             majority = pass1.copy()
         per_k[k] = (pass_at_k(n, c, k), majority, errors[inverse], monte_carlo[inverse])
 
-    datasets = sorted(problems["dataset"].unique())
-    split = len(datasets) > 1 if by_dataset is None else by_dataset
-    order = order_checkpoints(problems)
     steps = problems.groupby("checkpoint")["step"].min()
-    group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
-    rows = problems.groupby(group_keys, sort=False).indices
-
     keys = (
         problems["dataset"].astype(str) + "\x1f" + problems["problem_id"].astype(str)
     ).to_numpy()
     out: list[CheckpointMetrics] = []
-    previous: dict[str | None, tuple[str, np.ndarray]] = {}
-    for checkpoint in order:
+    previous: dict[str, tuple[str, np.ndarray]] = {}
+    for checkpoint, name, index in iter_groups(problems, by_dataset):
+        rng = np.random.default_rng([seed, zlib.crc32(f"{checkpoint}\x1f{name}".encode())])
+        row = _one_group(
+            checkpoint, name, steps.get(checkpoint), index, problems, stats, pass1, per_k
+        )
+        update: dict[str, Any] = _group_cis(row, index, pass1, per_k, n_boot, rng)
+        if name in previous:
+            before_name, before = previous[name]
+            update["change"] = _change(
+                before_name, before, index, keys, pass1, per_k, row, n_boot, rng
+            )
+        previous[name] = (checkpoint, index)
+        out.append(row.model_copy(update=update))
+    return out
+
+
+def iter_groups(
+    problems: pd.DataFrame, by_dataset: bool | None
+) -> Iterator[tuple[str, str, npt.NDArray[np.int64]]]:
+    """The groups every per-checkpoint table reports, as (checkpoint, dataset name, rows of
+    ``problems``): checkpoints in ``order_checkpoints`` order, datasets sorted by name. Split
+    by dataset exactly when ``by_dataset`` is True, or None with several datasets; pooled
+    groups are named after the one dataset, or ``"all"``."""
+    datasets = sorted(problems["dataset"].unique())
+    split = len(datasets) > 1 if by_dataset is None else by_dataset
+    group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
+    rows = problems.groupby(group_keys, sort=False).indices
+    pooled = datasets[0] if len(datasets) == 1 else ALL_DATASETS
+    for checkpoint in order_checkpoints(problems):
         for dataset in datasets if split else [None]:
             found = rows.get((checkpoint, dataset) if split else checkpoint)
-            if found is None:
-                continue
-            index = np.asarray(found, dtype=np.int64)
-            name = dataset if dataset is not None else _pooled_name(datasets)
-            rng = np.random.default_rng([seed, zlib.crc32(f"{checkpoint}\x1f{name}".encode())])
-            row = _one_group(
-                checkpoint, name, steps.get(checkpoint), index, problems, stats, pass1, per_k
-            )
-            update: dict[str, Any] = _group_cis(row, index, pass1, per_k, n_boot, rng)
-            if dataset in previous:
-                before_name, before = previous[dataset]
-                update["change"] = _change(
-                    before_name, before, index, keys, pass1, per_k, row, n_boot, rng
-                )
-            previous[dataset] = (checkpoint, index)
-            out.append(row.model_copy(update=update))
-    return out
+            if found is not None:
+                name = str(dataset) if dataset is not None else pooled
+                yield str(checkpoint), name, np.asarray(found, dtype=np.int64)
 
 
 def _gains(pass1: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -384,10 +394,6 @@ def _change(
         pass_at_1=paired(pass1[a], pass1[b]),
         sc_gain_at_k=gains,
     )
-
-
-def _pooled_name(datasets: list[str]) -> str:
-    return datasets[0] if len(datasets) == 1 else ALL_DATASETS
 
 
 def _one_group(

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._majk import maj_at_k_one
 from misstep.metrics._order import order_checkpoints
-from misstep.metrics._votes import ALL_DATASETS, problem_stats
+from misstep.metrics._votes import iter_groups, problem_stats
 
 __all__ = [
     "DEFAULT_EARLY_STOP",
@@ -174,8 +174,6 @@ def voting_table(
     classes = _classes_of(counts)
     order = order_checkpoints(problems)
     rank = {ck: i for i, ck in enumerate(order)}
-    datasets = sorted(problems["dataset"].unique())
-    split = len(datasets) > 1 if by_dataset is None else by_dataset
     where: dict[tuple[str, str, str], int] = {
         (str(ck), str(ds), str(pid)): i
         for i, (ck, ds, pid) in enumerate(
@@ -231,90 +229,81 @@ def voting_table(
         names.append("short-half-maj@all")
     if full is not None:
         names.append(f"weighted-maj@all[{weight_name}]")
-    group_keys = ["checkpoint", "dataset"] if split else ["checkpoint"]
-    groups = problems.groupby(group_keys, sort=False).indices
     out: list[VotingRow] = []
-    for checkpoint in order:
-        for dataset in datasets if split else [None]:
-            found = groups.get((checkpoint, dataset) if split else checkpoint)
-            if found is None:
-                continue
-            index = np.asarray(found, dtype=np.int64)
-            fails = failed[index]
-            tally = _Tally()
-            add = tally.add
+    for checkpoint, dataset, index in iter_groups(problems, by_dataset):
+        fails = failed[index]
+        tally = _Tally()
+        add = tally.add
 
-            for p in index:
-                cls = classes.get(int(p), [])
-                none = int(n_none[p])
-                total = none + sum(c for _, c, _ in cls)
-                add(f"maj@{k}", maj(cls, none, k), 0.0, float(min(k, total)))
-                answered = sum(c for _, c, _ in cls)
-                add(
-                    f"maj-answered@{k}",
-                    maj(cls, 0, min(k, answered)) if answered else 0.0,
-                    0.0,
-                    float(min(k, answered)),
-                )
-                ds, pid = str(problems["dataset"].iat[p]), str(problems["problem_id"].iat[p])
-                for w in windows:
-                    name = f"window{w}-maj@{k}"
-                    pos = rank[checkpoint]
-                    if pos + 1 < w:
-                        continue
-                    pooled: dict[str, tuple[int, bool]] = {}
-                    pooled_none = 0
-                    for ck in order[pos + 1 - w : pos + 1]:
-                        q = where.get((ck, ds, pid))
-                        if q is None:
-                            continue
-                        pooled_none += int(n_none[q])
-                        for key, c, g in classes.get(q, []):
-                            c0, g0 = pooled.get(key, (0, False))
-                            pooled[key] = (c0 + c, g0 or g)
-                    merged = [(key, c, g) for key, (c, g) in pooled.items()]
-                    add(name, maj(merged, pooled_none, k), 0.0, float(k))
-                for m, n in early_stops:
-                    value, se, samples = early(cls, none, m, n)
-                    add(f"early-stop-{m}of{n}", value, se, samples)
-                if full is not None or short is not None:
-                    plain = (full or short or {}).get((checkpoint, ds, pid), (0.0, 0.0))[0]
-                    add("maj@all", plain, 0.0, float(total))
-                if short is not None:
-                    value = short.get((checkpoint, ds, pid), (0.0, 0.0))[1]
-                    add("short-half-maj@all", value, 0.0, float(total))
-                if full is not None:
-                    weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))[1]
-                    add(f"weighted-maj@all[{weight_name}]", weighted, 0.0, float(total))
-            aggregators = []
-            for name in names:
-                if name not in tally.scores:  # a window longer than the checkpoints so far
-                    aggregators.append(
-                        AggregatorScore(
-                            name=name, score=None, samples_used=None, failures_avoided=None
-                        )
-                    )
+        for p in index:
+            cls = classes.get(int(p), [])
+            none = int(n_none[p])
+            total = none + sum(c for _, c, _ in cls)
+            add(f"maj@{k}", maj(cls, none, k), 0.0, float(min(k, total)))
+            answered = sum(c for _, c, _ in cls)
+            add(
+                f"maj-answered@{k}",
+                maj(cls, 0, min(k, answered)) if answered else 0.0,
+                0.0,
+                float(min(k, answered)),
+            )
+            ds, pid = str(problems["dataset"].iat[p]), str(problems["problem_id"].iat[p])
+            for w in windows:
+                name = f"window{w}-maj@{k}"
+                pos = rank[checkpoint]
+                if pos + 1 < w:
                     continue
-                arr = np.asarray(tally.scores[name])
-                se = math.sqrt(float(np.sum(np.square(tally.errors[name])))) / len(arr)
+                pooled: dict[str, tuple[int, bool]] = {}
+                pooled_none = 0
+                for ck in order[pos + 1 - w : pos + 1]:
+                    q = where.get((ck, ds, pid))
+                    if q is None:
+                        continue
+                    pooled_none += int(n_none[q])
+                    for key, c, g in classes.get(q, []):
+                        c0, g0 = pooled.get(key, (0, False))
+                        pooled[key] = (c0 + c, g0 or g)
+                merged = [(key, c, g) for key, (c, g) in pooled.items()]
+                add(name, maj(merged, pooled_none, k), 0.0, float(k))
+            for m, n in early_stops:
+                value, se, samples = early(cls, none, m, n)
+                add(f"early-stop-{m}of{n}", value, se, samples)
+            if full is not None or short is not None:
+                plain = (full or short or {}).get((checkpoint, ds, pid), (0.0, 0.0))[0]
+                add("maj@all", plain, 0.0, float(total))
+            if short is not None:
+                value = short.get((checkpoint, ds, pid), (0.0, 0.0))[1]
+                add("short-half-maj@all", value, 0.0, float(total))
+            if full is not None:
+                weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))[1]
+                add(f"weighted-maj@all[{weight_name}]", weighted, 0.0, float(total))
+        aggregators = []
+        for name in names:
+            if name not in tally.scores:  # a window longer than the checkpoints so far
                 aggregators.append(
-                    AggregatorScore(
-                        name=name,
-                        score=float(arr.mean()),
-                        score_se=se,
-                        samples_used=float(np.mean(tally.used[name])),
-                        failures_avoided=float(arr[fails].sum()),
-                    )
+                    AggregatorScore(name=name, score=None, samples_used=None, failures_avoided=None)
                 )
-            out.append(
-                VotingRow(
-                    checkpoint=checkpoint,
-                    dataset=dataset if dataset is not None else _pooled(datasets),
-                    n_problems=len(index),
-                    majority_failures=int(fails.sum()),
-                    aggregators=aggregators,
+                continue
+            arr = np.asarray(tally.scores[name])
+            se = math.sqrt(float(np.sum(np.square(tally.errors[name])))) / len(arr)
+            aggregators.append(
+                AggregatorScore(
+                    name=name,
+                    score=float(arr.mean()),
+                    score_se=se,
+                    samples_used=float(np.mean(tally.used[name])),
+                    failures_avoided=float(arr[fails].sum()),
                 )
             )
+        out.append(
+            VotingRow(
+                checkpoint=checkpoint,
+                dataset=dataset,
+                n_problems=len(index),
+                majority_failures=int(fails.sum()),
+                aggregators=aggregators,
+            )
+        )
     return out
 
 
@@ -360,7 +349,3 @@ def _shorter_half(graded: pd.DataFrame) -> pd.Series:
     length = graded["response_chars"].astype(float)
     median = length.groupby(keys).transform("median")
     return (length <= median).astype(float)
-
-
-def _pooled(datasets: list[str]) -> str:
-    return datasets[0] if len(datasets) == 1 else ALL_DATASETS
