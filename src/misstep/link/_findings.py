@@ -8,7 +8,8 @@ that adjusted p-value is below ``ALPHA``. Ranking, best first:
    where it rose) where the sc_gain change itself is beyond noise (its paired 95% interval
    excludes 0), by the size of the change (|Cohen's h|);
 2. significant rank correlations across checkpoints, by adjusted p then |rho|;
-3. the same two kinds when not significant (at most ``MAX_WEAK`` of them), stated as such;
+3. the same kinds when not significant (at most ``MAX_WEAK`` of them, smallest p first),
+   stated as such;
 4. descriptive facts without a test (dominant-type transitions), ``p_value`` None.
 """
 
@@ -242,7 +243,8 @@ def build_findings(
             )
         )
     strong.sort(key=lambda kv: kv[0])
-    weak.sort(key=lambda kv: kv[0])
+    # Not significant: the closest to significance first, whatever its kind.
+    weak.sort(key=lambda kv: (kv[1].p_value if kv[1].p_value is not None else 1.0, kv[0]))
     ranked = [f for _, f in strong] + [f for _, f in weak[:MAX_WEAK]] + tail
     for i, f in enumerate(ranked, start=1):
         f.rank = i
