@@ -177,3 +177,21 @@ def test_short_half_vote_equals_brute_force() -> None:
     assert first["maj@all"].score == 0.0 and first["short-half-maj@all"].score == 1.0
     # c2: g w v v g g, median 50: short ones g v v -> v wins: 0; the plain vote g: 1
     assert second["maj@all"].score == 1.0 and second["short-half-maj@all"].score == 0.0
+
+
+def _pass_brute(answers: list[str | None], k: int) -> float:
+    subsets = list(itertools.combinations(answers, k))
+    return sum("g" in s for s in subsets) / len(subsets)
+
+
+def test_union_pass_at_k_against_the_best_single_checkpoint() -> None:
+    rows = voting_table(_table(), 2, windows=[2], early_stops=[])
+    first, second = _by_name(rows, "c1"), _by_name(rows, "c2")
+    assert first["pass@2"].score == pytest.approx(_pass_brute(C1, 2))
+    assert second["pass@2"].score == pytest.approx(_pass_brute(C2, 2))
+    # 2 samples drawn from the 12 pooled ones, against the better checkpoint alone
+    assert second["window2-pass@2"].score == pytest.approx(_pass_brute(C1 + C2, 2))
+    best = max(_pass_brute(C1, 2), _pass_brute(C2, 2))
+    assert second["window2-best-single-pass@2"].score == pytest.approx(best)
+    assert second["window2-best-single-pass@2"].failures_avoided is None
+    assert first["window2-pass@2"].score is None  # no window of 2 at the first checkpoint

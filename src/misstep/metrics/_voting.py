@@ -14,6 +14,10 @@ returns a correct answer; ties share the credit as in maj@k), averaged over the 
   soon as m of them agree (that answer is returned) or after n (the plurality of those n is
   returned). Seeded Monte Carlo over random orders (``EARLY_STOP_ORDERS`` per distinct
   problem signature), with its standard error; ``samples_used`` is the expected number drawn.
+- ``pass@K`` (the share of problems a K-sample budget would solve at all), ``window{W}-pass@K``
+  (the same budget drawn from the samples pooled over the last W checkpoints) and
+  ``window{W}-best-single-pass@K`` (the best single checkpoint of the window at budget K): does
+  sampling across checkpoints cover more problems than the best checkpoint alone?
 - ``maj@all``: the plain vote over all of a problem's samples (the baseline of the next two);
 - ``short-half-maj@all``: the vote over the samples no longer than the problem's median
   response (a length-aware vote: long responses of RL models are more often wrong);
@@ -41,6 +45,7 @@ from pydantic import BaseModel, ConfigDict
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._majk import maj_at_k_one
 from misstep.metrics._order import order_checkpoints
+from misstep.metrics._passk import pass_at_k_one
 from misstep.metrics._votes import iter_groups, problem_stats
 
 __all__ = [
@@ -138,6 +143,10 @@ class _Tally:
     scores: dict[str, list[float]] = field(default_factory=dict)
     errors: dict[str, list[float]] = field(default_factory=dict)
     used: dict[str, list[float]] = field(default_factory=dict)
+    single: dict[tuple[int, int], list[float]] = field(default_factory=dict)
+    """(window, position in it) -> per-problem pass@k of that checkpoint."""
+    group_level: set[str] = field(default_factory=set)
+    """Aggregators whose one value is the group's, not a mean of per-problem values."""
 
     def add(self, name: str, value: float, se: float, samples: float) -> None:
         self.scores.setdefault(name, []).append(value)
@@ -181,6 +190,8 @@ def voting_table(
         )
     }
     n_none = (problems["n"] - problems["n_answered"]).to_numpy(np.int64)
+    n_all = problems["n"].to_numpy(np.int64)
+    c_all = problems["c"].to_numpy(np.int64)
     failed = stats["majority_failure"].to_numpy(bool)
     cache: dict[tuple[object, ...], tuple[float, float, float]] = {}
 
@@ -220,6 +231,9 @@ def voting_table(
         f"maj-answered@{k}",
         *(f"window{w}-maj@{k}" for w in windows),
         *(f"early-stop-{m}of{n}" for m, n in early_stops),
+        f"pass@{k}",
+        *(f"window{w}-pass@{k}" for w in windows),
+        *(f"window{w}-best-single-pass@{k}" for w in windows),
     ]
     full = _full_votes(graded, weights) if weights is not None else None
     short = _full_votes(graded, _shorter_half(graded)) if "response_chars" in graded else None
@@ -265,9 +279,26 @@ def voting_table(
                         pooled[key] = (c0 + c, g0 or g)
                 merged = [(key, c, g) for key, (c, g) in pooled.items()]
                 add(name, maj(merged, pooled_none, k), 0.0, float(k))
+                pooled_n = pooled_none + sum(c for c, _ in pooled.values())
+                pooled_c = sum(c for c, g in pooled.values() if g)
+                add(
+                    f"window{w}-pass@{k}",
+                    pass_at_k_one(pooled_n, pooled_c, min(k, pooled_n)),
+                    0.0,
+                    float(k),
+                )
+                for j, ck in enumerate(order[pos + 1 - w : pos + 1]):
+                    q = where.get((ck, ds, pid))
+                    if q is not None:
+                        n_q, c_q = int(n_all[q]), int(c_all[q])
+                        tally.single.setdefault((w, j), []).append(
+                            pass_at_k_one(n_q, c_q, min(k, n_q))
+                        )
             for m, n in early_stops:
                 value, se, samples = early(cls, none, m, n)
                 add(f"early-stop-{m}of{n}", value, se, samples)
+            n_p, c_p = int(n_all[p]), int(c_all[p])
+            add(f"pass@{k}", pass_at_k_one(n_p, c_p, min(k, n_p)), 0.0, float(min(k, n_p)))
             if full is not None or short is not None:
                 plain = (full or short or {}).get((checkpoint, ds, pid), (0.0, 0.0))[0]
                 add("maj@all", plain, 0.0, float(total))
@@ -278,6 +309,14 @@ def voting_table(
                 weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))[1]
                 add(f"weighted-maj@all[{weight_name}]", weighted, 0.0, float(total))
         aggregators = []
+        for w in windows:
+            means = [float(np.mean(v)) for (ww, _), v in tally.single.items() if ww == w and v]
+            if means:  # the best single checkpoint of the window, at the same budget k
+                name = f"window{w}-best-single-pass@{k}"
+                tally.scores[name] = [max(means)]
+                tally.errors[name] = [0.0]
+                tally.used[name] = [float(k)]
+                tally.group_level.add(name)
         for name in names:
             if name not in tally.scores:  # a window longer than the checkpoints so far
                 aggregators.append(
@@ -292,7 +331,7 @@ def voting_table(
                     score=float(arr.mean()),
                     score_se=se,
                     samples_used=float(np.mean(tally.used[name])),
-                    failures_avoided=float(arr[fails].sum()),
+                    failures_avoided=None if name in tally.group_level else float(arr[fails].sum()),
                 )
             )
         out.append(
