@@ -80,6 +80,9 @@ def test_report_writes_html(run_files: tuple[Path, Path], tmp_path: Path) -> Non
     assert res.exit_code == 0, res.output
     html = out.read_text(encoding="utf-8")
     assert '<section id="failures">' in html and "global_step_400" in html
+    # the other aggregators and the pass@k / maj@k curves (issue: the report shows them)
+    assert '<section id="voting">' in html and "early-stop-2of4" in html
+    assert '<section id="curves">' in html and '<section id="causes">' in html
 
 
 def test_bad_options(run_files: tuple[Path, Path], tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import pandas as pd
 from misstep.agreement import read_annotations
 from misstep.labels import HumanLabel, StoredLabel, check_labels_input, read_labels
 from misstep.link import LinkResult, link_analysis
+from misstep.metrics import CheckpointMetrics, VotingRow, vote_metrics, voting_table
 from misstep.report import report_trace_ids, write_report
 from misstep.rollouts import GradedRun, Trace, load_graded, read_traces
 
@@ -159,7 +160,28 @@ def write_run_report(
     for _, result in results:
         wanted |= report_trace_ids(result)
     traces = collect_traces(traces_path, wanted, input_format=input_format)
-    return [
-        write_report(path, result, traces=traces, labels=analysis.labels)
-        for path, result in results
-    ]
+    written = []
+    for path, result in results:
+        graded = analysis.graded
+        if path != Path(out):  # a per-dataset report: that dataset's rows
+            dataset = next(d for d, r in analysis.by_dataset.items() if r is result)
+            graded = graded[graded["dataset"].astype(str) == dataset]
+        voting, curves = _voting_and_curves(graded, result.k)
+        written.append(
+            write_report(
+                path, result, traces=traces, labels=analysis.labels, voting=voting, curves=curves
+            )
+        )
+    return written
+
+
+def _voting_and_curves(
+    graded: pd.DataFrame, k: int
+) -> tuple[list[VotingRow], list[CheckpointMetrics]]:
+    """The report's table of other aggregators (datasets pooled, at the headline k) and its
+    pass@k / maj@k curves (k = 1, 2, 4, ... up to the fewest samples of a problem)."""
+    n_min = int(graded.groupby(["checkpoint", "dataset", "problem_id"]).size().min())
+    ks = [2**i for i in range(n_min.bit_length()) if 2**i <= n_min]
+    voting = voting_table(graded, k, by_dataset=False)
+    curves = vote_metrics(graded, ks, by_dataset=False, n_boot=10)
+    return voting, curves

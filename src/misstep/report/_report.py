@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from markupsafe import Markup
 from misstep.errors import InputFormatError
 from misstep.labels import StoredLabel
 from misstep.link._link import LinkResult
+from misstep.metrics import CheckpointMetrics, VotingRow
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace
 
@@ -250,16 +251,48 @@ def _failure_data(
     return out
 
 
+def _fig_curves(result: LinkResult, curves: Sequence[CheckpointMetrics]) -> str:
+    """pass@k and maj@k against k for a few checkpoints: the first, the last, and those with
+    the lowest and highest headline sc_gain."""
+    by_name = {c.checkpoint: c for c in curves}
+    names = [c.checkpoint for c in result.checkpoints if c.checkpoint in by_name]
+    gain = {c.checkpoint: c.metrics.get(f"sc_gain@{result.k}") for c in result.checkpoints}
+    ranked = sorted((n for n in names if gain.get(n) is not None), key=lambda n: gain[n] or 0.0)
+    chosen = list(dict.fromkeys([names[0], names[-1], *ranked[:1], *ranked[-1:]]))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for i, name in enumerate(chosen):
+        row = by_name[name]
+        ks = [k for k in sorted(row.pass_at_k) if row.pass_at_k[k] is not None]
+        color = _PALETTE[i % len(_PALETTE)]
+        a1.plot(ks, [row.pass_at_k[k] for k in ks], marker="o", ms=3, color=color, label=name)
+        a2.plot(ks, [row.maj_at_k[k] for k in ks], marker="o", ms=3, color=color, label=name)
+    all_ks = sorted({k for c in curves for k, v in c.pass_at_k.items() if v is not None})
+    for ax, what in ((a1, "pass@k"), (a2, "maj@k")):
+        ax.set_xscale("log", base=2)
+        # plain tick labels: names are never mathtext here, so the log axis's own are unusable
+        ax.set_xticks(all_ks, [str(k) for k in all_ks])
+        ax.minorticks_off()
+        ax.set_xlabel("k (samples)")
+        ax.set_title(f"{what} against k")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return _png(fig)
+
+
 def render_report(
     result: LinkResult,
     *,
     traces: Mapping[str, Trace] | None = None,
     labels: Mapping[str, StoredLabel] | pd.DataFrame | None = None,
     title: str = "misstep: why majority voting failed",
+    voting: Sequence[VotingRow] = (),
+    curves: Sequence[CheckpointMetrics] = (),
 ) -> str:
     """The report as one HTML string. ``traces`` (trace id to Trace) and ``labels`` supply the
     text, evidence and explanations of the failures shown in the browser; without them the
-    browser lists the failures and their trace ids only."""
+    browser lists the failures and their trace ids only. ``voting`` (``metrics.voting_table``)
+    adds the table of other aggregators, ``curves`` (``vote_metrics`` over many k) the figure
+    of pass@k and maj@k against k."""
     env = Environment(
         loader=PackageLoader("misstep.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -275,6 +308,8 @@ def render_report(
         }
         if result.agreement and result.agreement.get("n"):
             figures["confusion"] = _fig_confusion(result.agreement)
+        if curves:
+            figures["curves"] = _fig_curves(result, curves)
     failures = _failure_data(result, traces or {}, labels)
     metric_keys = ["pass@1"] + [f"{p}@{k}" for k in result.ks if k > 1 for p in ("maj", "sc_gain")]
     return env.get_template("report.html.j2").render(
@@ -285,6 +320,7 @@ def render_report(
         failures_json=json_for_script(failures),
         n_failures_total=len(result.failures),
         n_failures_shown=len(failures),
+        voting=list(voting),
     )
 
 
