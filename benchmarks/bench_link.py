@@ -92,14 +92,17 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from misstep.link import link_analysis
+    from misstep.pipelines._analyse import _voting_and_curves
     from misstep.report import write_report
 
     graded, labels = generate(args.checkpoints, args.problems, args.samples)
     t0 = time.perf_counter()
     result = link_analysis(graded, labels)
     t1 = time.perf_counter()
+    # What `misstep report` adds: the other aggregators and the pass@k / maj@k curves.
+    voting, curves = _voting_and_curves(graded, result.k)
     with tempfile.TemporaryDirectory() as tmp:
-        write_report(Path(tmp) / "report.html", result, labels=labels)
+        write_report(Path(tmp) / "report.html", result, labels=labels, voting=voting, curves=curves)
     t2 = time.perf_counter()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
