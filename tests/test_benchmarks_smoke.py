@@ -5,24 +5,34 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO_ROOT
 
 
 def test_bench_grading_smoke() -> None:
     out = subprocess.run(
-        [sys.executable, "benchmarks/bench_grading.py", "--n", "1500", "--naive-n", "20"],
+        [
+            sys.executable,
+            "benchmarks/bench_grading.py",
+            "--n",
+            "1500",
+            "--naive-n",
+            "20",
+            "--skip-real",
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=300,
         check=True,
     )
-    result = json.loads(out.stdout)
+    result = json.loads(out.stdout)["synthetic"]
     assert result["traces"] == 1500
     for key in ("seconds", "traces_per_s", "peak_rss_mb", "naive_traces_per_s", "speedup"):
         assert result[key] > 0
     assert sum(result["outcomes"].values()) == 1500
+    assert result["ungrouped_answers"] == 0
 
 
 def test_bench_cache_smoke(tmp_path: object) -> None:
@@ -39,3 +49,32 @@ def test_bench_cache_smoke(tmp_path: object) -> None:
     assert case["traces"] == 300
     for key in ("first_s", "second_s", "ratio", "load_first_s", "load_cached_s", "load_ratio"):
         assert case[key] > 0
+
+
+def test_bench_no_answer_smoke(tmp_path: Path) -> None:
+    data = tmp_path / "mrben"
+    data.mkdir()
+    rows = [
+        {"problem_id": "p", "response": "Step 1: ...\nSolution: Choice_B", "correct": False},
+        {"problem_id": "p", "response": "I am not sure.", "correct": False},
+    ]
+    (data / "traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = subprocess.run(
+        [sys.executable, "benchmarks/bench_no_answer.py", "--data", str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert result == {
+        "mrben": {
+            "traces": 2,
+            "no_answer": 1,
+            "no_answer_share": 0.5,
+            "wrong": 2,
+            "no_answer_among_wrong_share": 0.5,
+            "methods": {"choice": 1, "none": 1},
+        }
+    }

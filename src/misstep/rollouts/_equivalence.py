@@ -1,25 +1,39 @@
-"""Answer equivalence: cheap canonical keys first, math-verify in a process pool for the rest.
+"""Answer equivalence in O(distinct answers): canonical keys, numeric fingerprints, then
+math-verify only for the pairs that are left, in a process pool.
 
-Cheap paths decide without math-verify: equal canonical keys are equivalent, and two different
-exact rationals are not. Every other pair goes to math-verify (``parse`` + ``verify``), run in a
-``ProcessPoolExecutor`` (fork start, ``os.cpu_count()`` workers by default). Each comparison
-runs under a ``SIGALRM`` interval timer set by the worker itself (tasks run in the worker's main
-thread, where signals work); math-verify's own timeouts are disabled. A comparison over the
-timeout counts as *not equivalent* and is counted in ``stats.timeouts``. A worker stuck in C
-code ignores the signal: when no task finishes for ``2 * timeout_s + stall_grace_s`` the pool is
-killed and replaced, the tasks that were running are retried once in the new pool, and a task
-that stalls twice gets "not equivalent" for all its comparisons (counted as timeouts).
+Decided from the canonical keys alone (``keys_decide``), without math-verify:
 
-Results are cached per distinct (gold key, answer key) pair for the life of the checker.
-The unit of work is a ``ProblemTask``: a gold answer and the distinct answers of one problem.
-The worker parses each distinct string once, compares each answer with the gold and, when asked,
-groups the answers into equivalence classes (each answer against each class representative,
-at most ``max_cluster_pairs`` math-verify comparisons per problem; past the cap an answer opens
-its own class, so a class can only be split, never wrongly merged).
+- equal keys are equivalent;
+- two exact rationals are equal when their values are, or, when either is a non-integer
+  decimal (``0.6666666667``, ``2.5``), when they agree within a relative tolerance of
+  ``DECIMAL_REL_TOL`` = 1e-4 (the rule of the ``math_equal`` used by the ToRA, DeepSeek-Math
+  and Qwen2.5-Math harnesses, which also apply it to integers; here ``10000`` != ``10001``);
+- two word answers (``w:`` keys, compared without case) differ when their keys do.
+
+Every other distinct answer is parsed once per problem by math-verify and evaluated at a fixed
+point (each free symbol set from its name): its *fingerprint*. Two answers whose fingerprints
+are far apart are not equal; a non-integer decimal and a value within the tolerance are;
+an answer that does not parse equals nothing. Only the rest reach ``verify``. Grouping answers
+into classes compares each answer, most frequent first, with the class representatives whose
+value is near its own (a sorted index), plus those without a value (sets, strings, percentages):
+the work grows with the number of distinct answers, not its square. ``max_cluster_pairs``
+bounds the ``verify`` calls per problem; answers it leaves in a class of their own are counted
+in ``stats.ungrouped`` (a class can be split by it, never wrongly merged).
+
+math-verify runs in a ``ProcessPoolExecutor`` (fork start, ``os.cpu_count()`` workers by
+default). Each parse and comparison runs under a ``SIGALRM`` interval timer set by the worker
+itself (tasks run in the worker's main thread, where signals work); math-verify's own timeouts
+are disabled. Over the timeout counts as *not equivalent* and is counted in
+``stats.timeouts``. A worker stuck in C code ignores the signal: when no task finishes for
+``2 * timeout_s + stall_grace_s`` the pool is killed and replaced, the tasks that were running
+are retried once in the new pool, and a task that stalls twice gets "not equivalent" for all its
+comparisons (counted as timeouts). Results are cached per distinct (gold key, answer key) pair
+for the life of the checker; a problem's answers come from all its checkpoints at once.
 """
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import logging
 import multiprocessing
@@ -35,21 +49,31 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
+from misstep.rollouts._arithmetic import numeric_value
 from misstep.rollouts._normalize import canonical_key
 
 __all__ = [
+    "DECIMAL_REL_TOL",
     "EquivalenceChecker",
     "EquivalenceStats",
     "ProblemResult",
     "ProblemTask",
+    "answer_needs_math_verify",
     "answers_equivalent",
     "is_rational_key",
+    "is_word_key",
+    "keys_decide",
     "math_verify_equal",
+    "solve_here",
 ]
 
-DEFAULT_MAX_CLUSTER_PAIRS = 200
+DEFAULT_MAX_CLUSTER_PAIRS = 100_000
+"""math-verify comparisons allowed per problem for grouping answers into classes. Answers are
+compared only with class representatives whose numeric value is near their own, so real
+problems stay far below it; answers it leaves ungrouped are counted (``EquivalenceStats``)."""
+_PREFETCH_BATCH = 8  # answers per prefetch task
 _CHUNK_TASKS = 8  # problems per pool task: amortises pickling without starving a worker
 
 
@@ -86,13 +110,15 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="misstep-parent-watch", daemon=True).start()
 
 
-def _init_worker(parent: int) -> None:
+def _init_worker(parent: int, warm: bool = False) -> None:
     _die_with_parent(parent)
     # Ctrl-C reaches the whole process group: the parent handles it and ends the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGALRM, _on_alarm)
     # math-verify logs a warning on every call made with its own timeout disabled.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    if warm:
+        _warm_up()
 
 
 def _as_latex(answer: str) -> str:
@@ -118,6 +144,33 @@ Comparator = Callable[[str, str, str, str], bool]
 
 
 @dataclass(frozen=True, slots=True)
+class _Fp:
+    """What one parse tells about an answer, for skipping ``verify``."""
+
+    value: complex | None = None
+    """Its value (free symbols set from their names), or None when it has none."""
+    equation: bool = False
+    """Whether it is an equation (``value`` is then its right-hand side)."""
+    decimal: bool = False
+    """Whether it is a non-integer decimal number (the tolerance rule applies)."""
+    exact: bool = False
+    """Whether ``value`` is the answer's own value: no free symbols, not an equation."""
+    parsed: bool = True
+    """Whether it parsed at all: an answer that does not parse equals nothing."""
+    text: str | None = None
+    """The string math-verify parsed it to when that is all it got (compared as a string)."""
+    alt: complex | None = None
+    """A second value math-verify may give it: 100 times ``value`` for a percentage."""
+    structured: bool = False
+    """A tuple, interval, inequality, truth value or set of several elements: never equal to
+    an answer with a numeric value."""
+
+
+_UNKNOWN = _Fp()
+_UNPARSED = _Fp(parsed=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ProblemTask:
     """The distinct answers of one problem to compare with its gold (and to group)."""
 
@@ -131,6 +184,8 @@ class ProblemTask:
     """Canonical key of each answer (none equal to ``gold_key``)."""
     cluster: bool = True
     """Whether to group the answers into equivalence classes."""
+    known: tuple[tuple[str, _Fp], ...] = ()
+    """Fingerprints already computed (``EquivalenceChecker.prefetch``), by canonical key."""
 
 
 @dataclass(slots=True)
@@ -144,21 +199,102 @@ class ProblemResult:
     calls: int = 0
     """math-verify comparisons made."""
     timeouts: int = 0
-    """Comparisons that hit the timeout (counted as not equivalent)."""
+    """Parses or comparisons that hit the timeout (counted as not equivalent)."""
+    ungrouped: int = 0
+    """Answers left in a class of their own because the problem's comparison budget ran out."""
 
 
 def _fallback(task: ProblemTask) -> ProblemResult:
     n = len(task.answers)
     gold_equal: list[bool | None] = [None if task.gold is None else False] * n
-    return ProblemResult(gold_equal, list(range(n)), 0, n)
+    return ProblemResult(gold_equal, list(range(n)), 0, n, 0)
+
+
+DECIMAL_REL_TOL = 1e-4
+"""Relative tolerance between a number written as a decimal and another value (the
+``isclose(..., rel_tol=1e-4)`` of the ``math_equal`` used by ToRA, DeepSeek-Math and
+Qwen2.5-Math's evaluation), applied only when one side is a non-integer decimal."""
+# Far looser than math-verify's 6-digit rounding: a pair it could call equal is never
+# skipped on the strength of this bound.
+_LOOSE_REL = 1e-4
+_EXACT_REL = 1e-12
+
+
+def _rational(key: str) -> Fraction:
+    return Fraction(key[2:])
+
+
+def _is_decimal(value: Fraction) -> bool:
+    """A non-integer whose exact value a finite decimal writes (denominator 2^a 5^b)."""
+    den = value.denominator
+    if den == 1:
+        return False
+    for p in (2, 5):
+        while den % p == 0:
+            den //= p
+    return den == 1
+
+
+def _close(a: complex, b: complex, rel: float = _LOOSE_REL) -> bool:
+    return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
+
+
+def rationals_equal(a_key: str, b_key: str) -> bool:
+    """Two exact-rational keys: equal values, or, when either is a non-integer decimal, values
+    within ``DECIMAL_REL_TOL`` (``0.6666666667`` = ``2/3``; ``0.67`` != ``2/3``;
+    ``3`` != ``4``)."""
+    if a_key == b_key:
+        return True
+    a, b = _rational(a_key), _rational(b_key)
+    if not (_is_decimal(a) or _is_decimal(b)):
+        return False
+    return _close(complex(float(a)), complex(float(b)), DECIMAL_REL_TOL)
+
+
+def is_word_key(key: str) -> bool:
+    """Whether a canonical key is a word answer (``w:...``), compared by its key alone."""
+    return key.startswith("w:")
+
+
+def _key_only(key: str) -> bool:
+    return is_rational_key(key) or is_word_key(key)
+
+
+def keys_decide(a_key: str, b_key: str) -> bool | None:
+    """The verdict the two canonical keys give without math-verify, or None: equal keys are
+    equal; two rationals follow ``rationals_equal``; two word answers with different keys
+    differ."""
+    if a_key == b_key:
+        return True
+    if is_rational_key(a_key) and is_rational_key(b_key):
+        return rationals_equal(a_key, b_key)
+    if is_word_key(a_key) and is_word_key(b_key):
+        return False
+    return None
+
+
+def _rational_fp(key: str) -> _Fp:
+    value = _rational(key)
+    return _Fp(complex(float(value)), decimal=_is_decimal(value), exact=True)
+
+
+class _CustomBackend:
+    """A user comparator (tests): no fingerprints, every undecided pair goes to it."""
+
+    def __init__(self, comparator: Comparator) -> None:
+        self._comparator = comparator
+
+    def fingerprint(self, text: str, key: str) -> _Fp:
+        return _UNKNOWN
+
+    def equal(self, a: str, a_key: str, b: str, b_key: str) -> bool:
+        return self._comparator(a, a_key, b, b_key)
 
 
 class _MathVerify:
-    """Parses each distinct string once per task, and skips ``verify`` when both sides have a
-    numeric fingerprint and the two differ: the value of a plain number, or of an expression
-    at a fixed point (each free symbol set to a value derived from its name). Expressions that
-    differ at a point are not identical, so math-verify would not call them equal either.
-    Exact rationals take their value from the canonical key and are parsed only when needed."""
+    """math-verify with each distinct string parsed once: ``fingerprint`` parses and evaluates
+    an answer at a fixed point (each free symbol set to a value derived from its name);
+    ``equal`` runs ``verify`` on the cached parses."""
 
     def __init__(self) -> None:
         from math_verify import parse, verify
@@ -166,7 +302,6 @@ class _MathVerify:
         self._parse = parse
         self._verify = verify
         self._parsed: dict[str, list[Any]] = {}
-        self._values: dict[str, tuple[complex | None, bool]] = {}
 
     def _get(self, text: str) -> list[Any]:
         hit = self._parsed.get(text)
@@ -177,113 +312,326 @@ class _MathVerify:
             self._parsed[text] = hit
         return hit
 
-    def _value(self, text: str, key: str) -> tuple[complex | None, bool]:
-        if text in self._values:
-            return self._values[text]
-        self._values[text] = (None, False)
-        if is_rational_key(key):
-            value: tuple[complex | None, bool] = (complex(float(Fraction(key[2:]))), False)
-        elif "%" in text:
-            value = (None, False)  # math-verify reads "9%" as 9 or 0.09 as suits the other side
-        else:
-            value = _fingerprint(self._get(text))
-        self._values[text] = value
-        return value
+    def fingerprint(self, text: str, key: str) -> _Fp:
+        parsed = self._get(text)
+        if not parsed:
+            return _UNPARSED
+        if all(isinstance(p, str) for p in parsed):
+            return _Fp(text=str(parsed[0]).strip())
+        if _is_infinity(parsed[0]):
+            return _Fp(text=str(parsed[0]))  # oo, -oo, zoo: equal only to the same infinity
+        if _is_structured(parsed[0]):
+            return _Fp(structured=True)
+        value, equation, exact = _fingerprint(parsed)
+        if "%" in text and value is not None:
+            # math-verify reads "9%" as 9 or as 0.09, as suits the other side.
+            return _Fp(value, equation=equation, alt=value * 100)
+        return _Fp(value, equation=equation, exact=exact)
 
-    def __call__(self, a: str, a_key: str, b: str, b_key: str) -> bool:
-        va, a_eq = self._value(a, a_key)
-        vb, b_eq = self._value(b, b_key)
-        # Two equations are compared as equations by math-verify: no shortcut for them.
-        if va is not None and vb is not None and not (a_eq and b_eq) and not _close(va, vb):
-            return False
+    def equal(self, a: str, a_key: str, b: str, b_key: str) -> bool:
         pa, pb = self._get(a), self._get(b)
         if not pa or not pb:
             return False
         return bool(self._verify(pa, pb, timeout_seconds=None))
 
 
-def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool]:
-    """The value of a parsed expression with free symbols set from their names, and whether it
-    is an equation (then the value is its last right-hand side, which math-verify compares
-    with a non-equation). None when the answer is not a plain expression or equation (sets,
-    tuples, strings, inequalities) or will not evaluate."""
+def _is_structured(expr: Any) -> bool:
     import sympy  # type: ignore[import-untyped]
 
-    if not parsed:
-        return None, False
+    if isinstance(expr, sympy.FiniteSet):
+        return len(expr) != 1  # math-verify compares {5} with 5
+    return isinstance(
+        expr,
+        (sympy.Tuple, sympy.Interval, sympy.Union, sympy.MatrixBase, sympy.logic.boolalg.Boolean),
+    ) and not isinstance(expr, sympy.Eq)
+
+
+def _is_infinity(expr: Any) -> bool:
+    import sympy
+
+    return expr in (sympy.oo, -sympy.oo, sympy.zoo)
+
+
+def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
+    """The value of a parsed expression with free symbols set from their names, whether it
+    is an equation (then the value is its last right-hand side, which math-verify compares
+    with a non-equation), and whether the value is exact (no free symbols, no equation). The
+    value is None when the answer is not a plain expression or equation (sets, tuples,
+    strings, inequalities) or will not evaluate."""
+    import sympy
+
     expr = parsed[0]
+    if isinstance(expr, sympy.FiniteSet) and len(expr) == 1:
+        expr = next(iter(expr))
     is_eq = isinstance(expr, sympy.Eq)
     if is_eq:
         expr = expr.rhs
     if not isinstance(expr, sympy.Expr):
-        return None, is_eq
+        return None, is_eq, False
     try:
-        point = {s: 0.5 + (zlib.crc32(str(s).encode()) % 997) / 1709 for s in expr.free_symbols}
-        value = complex(expr.evalf(20, subs=point))
+        symbols = expr.free_symbols
+        point = {s: 0.5 + (zlib.crc32(str(s).encode()) % 997) / 1709 for s in symbols}
+        value = complex(expr.doit().evalf(30, subs=point))  # doit: unevaluated products
     except Exception:  # sympy raises many kinds on odd input; no fingerprint then
-        return None, is_eq
+        return None, is_eq, False
     if value != value or abs(value) == float("inf"):
-        return None, is_eq
-    return value, is_eq
+        return None, is_eq, False  # nan, or an infinity under some substitution
+    return value, is_eq, not symbols and not is_eq
 
 
-def _close(a: complex, b: complex) -> bool:
-    # Far looser than math-verify's 6-digit rounding, so a pair it could call equal is
-    # never skipped here.
-    return abs(a - b) <= 1e-4 * max(1.0, abs(a), abs(b))
+def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
+    """What the two fingerprints decide without ``verify``, or None."""
+    if not a.parsed or not b.parsed:
+        return False
+    if a.text is not None or b.text is not None:
+        return a.text == b.text  # math-verify compares a bare string only with a string
+    if (a.structured and b.value is not None) or (b.structured and a.value is not None):
+        return False
+    if a.value is None or b.value is None:
+        return None
+    if a.equation and b.equation:
+        return None  # two equations are compared as equations by math-verify
+    if a.alt is not None or b.alt is not None:
+        near = any(_close(x, y) for x in _values(a) for y in _values(b))
+        return None if near else False
+    if (a.decimal or b.decimal) and not (a.equation or b.equation):
+        return _close(a.value, b.value, DECIMAL_REL_TOL)
+    if a.exact and b.exact:
+        # Two numbers without free symbols, evaluated to 30 digits: equal values or not.
+        # (math-verify rounds to 6 decimals, so it calls 1/2023^2 and 0 equal; not here.)
+        return _close(a.value, b.value, _EXACT_REL)
+    if not _close(a.value, b.value):
+        return False
+    return None
 
 
-def _solve(
-    task: ProblemTask, timeout_s: float, max_cluster_pairs: int, comparator: Comparator
-) -> ProblemResult:
-    calls = 0
-    timeouts = 0
+def _values(fp: _Fp) -> tuple[complex, ...]:
+    if fp.value is None:
+        return ()
+    return (fp.value,) if fp.alt is None else (fp.value, fp.alt)
 
-    def compare(a: str, a_key: str, b: str, b_key: str) -> bool:
-        nonlocal calls, timeouts
-        calls += 1
+
+class _NumericIndex:
+    """Class representatives with a numeric fingerprint, sorted by real part, so that an
+    answer is compared only with the representatives whose value is near its own."""
+
+    def __init__(self) -> None:
+        self._reals: list[float] = []
+        self._reps: list[int] = []
+
+    def add(self, value: complex, rep: int) -> None:
+        at = bisect.bisect_left(self._reals, value.real)
+        self._reals.insert(at, value.real)
+        self._reps.insert(at, rep)
+
+    def near(self, value: complex) -> list[int]:
+        width = max(_LOOSE_REL, DECIMAL_REL_TOL) * max(1.0, abs(value))
+        lo = bisect.bisect_left(self._reals, value.real - width)
+        hi = bisect.bisect_right(self._reals, value.real + width)
+        return sorted(self._reps[lo:hi])
+
+
+class _Backend(Protocol):
+    def fingerprint(self, text: str, key: str) -> _Fp: ...
+
+    def equal(self, a: str, a_key: str, b: str, b_key: str) -> bool: ...
+
+
+def _source(text: str, key: str) -> str:
+    # The key kept only the last side of "3+2 = 5" or "x = 2+3 = 5": so does math-verify.
+    return text.rsplit("=", 1)[-1] if "=" in text and "=" not in key else text
+
+
+def _fingerprint_of(
+    text: str, key: str, backend: _Backend, timed: Callable[[Callable[[], Any], Any], Any]
+) -> _Fp:
+    if is_rational_key(key):
+        return _rational_fp(key)
+    if is_word_key(key):
+        return _Fp(text=key)  # words equal only words, by key
+    cheap = _cheap_value(key)
+    if cheap is not None:
+        # 2\sqrt{3}, 27/2\pi, z^2+40: valued without a parse (math-verify parses only if a
+        # pair of near values needs ``verify``).
+        return _Fp(cheap[0], exact=not cheap[1])
+    return timed(lambda: backend.fingerprint(_source(text, key), key), _UNPARSED)  # type: ignore[no-any-return]
+
+
+def _timer(timeout_s: float) -> tuple[Callable[[Callable[[], Any], Any], Any], list[int]]:
+    """A runner of one step under the worker's alarm (none when ``timeout_s`` is 0: in the
+    calling process, whose steps never parse), and its count of timeouts."""
+    timeouts = [0]
+
+    def timed(fn: Callable[[], Any], default: Any) -> Any:
+        if timeout_s <= 0:
+            return fn()
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
         try:
-            return comparator(a, a_key, b, b_key)
+            return fn()
         except _ComparisonTimeout:
-            timeouts += 1
-            return False
+            timeouts[0] += 1
+            return default
         except Exception:
-            return False  # math-verify failing on odd input means "not shown equivalent"
+            return default  # math-verify failing on odd input means "not shown equivalent"
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
 
-    gold_rational = task.gold_key is not None and is_rational_key(task.gold_key)
+    return timed, timeouts
+
+
+def _fingerprint_batch(items: list[tuple[str, str]], timeout_s: float) -> list[_Fp]:
+    """Worker side of ``EquivalenceChecker.prefetch``: parse and value each answer."""
+    backend = _MathVerify()
+    timed, _ = _timer(timeout_s)
+    return [_fingerprint_of(text, key, backend, timed) for text, key in items]
+
+
+def _solve(
+    task: ProblemTask, timeout_s: float, max_cluster_pairs: int, backend: _Backend
+) -> ProblemResult:
+    calls = 0
+    timed, timeouts = _timer(timeout_s)
+    fps: dict[str, _Fp] = dict(task.known)
+
+    def fp(text: str, key: str) -> _Fp:
+        hit = fps.get(key)
+        if hit is None:
+            hit = _fingerprint_of(text, key, backend, timed)
+            fps[key] = hit
+        return hit
+
+    def free_verdict(a: str, a_key: str, b: str, b_key: str) -> bool | None:
+        verdict = keys_decide(a_key, b_key)
+        if verdict is not None:
+            return verdict
+        return _fp_verdict(fp(a, a_key), fp(b, b_key))
+
+    def equal(a: str, a_key: str, b: str, b_key: str) -> bool:
+        nonlocal calls
+        verdict = free_verdict(a, a_key, b, b_key)
+        if verdict is not None:
+            return verdict
+        calls += 1
+        a, b = _source(a, a_key), _source(b, b_key)
+        return bool(timed(lambda: backend.equal(a, a_key, b, b_key), False))
+
     gold_equal: list[bool | None] = []
     for answer, key in zip(task.answers, task.keys, strict=True):
-        if task.gold is None:
+        if task.gold is None or task.gold_key is None:
             gold_equal.append(None)
-        elif gold_rational and is_rational_key(key):
-            gold_equal.append(False)  # two different exact rationals
         else:
-            gold_equal.append(compare(task.gold, task.gold_key or "", answer, key))
+            gold_equal.append(equal(task.gold, task.gold_key, answer, key))
     representative: list[int] = []
+    index = _NumericIndex()
+    loose: list[int] = []  # representatives without a numeric fingerprint
     reps: list[int] = []
     budget = max_cluster_pairs
+    ungrouped = 0
     for i, key in enumerate(task.keys):
         if gold_equal[i]:
             representative.append(-1)
             continue
         found = i
         if task.cluster:
-            for r in reps:
-                if is_rational_key(key) and is_rational_key(task.keys[r]):
-                    continue
-                if budget <= 0:
+            mine = fp(task.answers[i], key)
+            if not mine.parsed and not _key_only(key):
+                candidates: list[int] = []  # equal to nothing
+            elif mine.value is not None:
+                near = {r for v in _values(mine) for r in index.near(v)}
+                candidates = sorted(near.union(loose))
+            else:
+                candidates = reps
+            for r in candidates:
+                if (
+                    budget <= 0
+                    and free_verdict(task.answers[r], task.keys[r], task.answers[i], key) is None
+                ):
+                    ungrouped += 1  # the rest would need verify: counted, never silent
                     break
-                budget -= 1
-                if compare(task.answers[r], task.keys[r], task.answers[i], key):
+                before = calls
+                same = equal(task.answers[r], task.keys[r], task.answers[i], key)
+                budget -= calls - before
+                if same:
                     found = r
                     break
         if found == i:
             reps.append(i)
+            mine = fp(task.answers[i], key)
+            if mine.value is not None:
+                for v in _values(mine):
+                    index.add(v, i)
+            else:
+                loose.append(i)
         representative.append(found)
-    return ProblemResult(gold_equal, representative, calls, timeouts)
+    return ProblemResult(gold_equal, representative, calls, timeouts[0], ungrouped)
+
+
+class _NeedsPool(BaseException):
+    """Raised in this process when a task needs math-verify after all (a BaseException, so that
+    the step runner's ``except Exception`` lets it through)."""
+
+
+class _InProcess:
+    """The backend of ``solve_here``: no math-verify in this process; a pair that needs it
+    sends the whole task to the pool."""
+
+    def fingerprint(self, text: str, key: str) -> _Fp:
+        raise _NeedsPool
+
+    def equal(self, a: str, a_key: str, b: str, b_key: str) -> bool:
+        raise _NeedsPool
+
+
+def _cheap_value(key: str) -> tuple[complex, bool] | None:
+    """The value of an ``s:`` key in ``numeric_value``'s grammar, and whether it has
+    variables."""
+    if not key.startswith("s:"):
+        return None
+    return numeric_value(key[2:])
+
+
+def answer_needs_math_verify(key: str) -> bool:
+    """Whether an answer with this canonical key may need math-verify: it has no value of
+    its own, or one with variables (two such near values are compared by ``verify``)."""
+    if _key_only(key):
+        return False
+    cheap = _cheap_value(key)
+    return cheap is None or cheap[1]
+
+
+def _cost(task: ProblemTask) -> int:
+    return sum(1 for k in task.keys if answer_needs_math_verify(k))
+
+
+def solve_here(task: ProblemTask, max_cluster_pairs: int) -> ProblemResult | None:
+    """Solve a task in this process when its keys and known fingerprints decide every pair
+    (most tasks, once ``EquivalenceChecker.prefetch`` has run); None when some pair needs
+    math-verify, and then the task goes to the pool."""
+    try:
+        return _solve(task, 0.0, max_cluster_pairs, _InProcess())
+    except _NeedsPool:
+        return None
+
+
+_WARM = False
+
+
+def _warm_up() -> None:
+    """Import math-verify and run its first parse and verify (about 0.3 s of lazy set-up)
+    in this process, before the pool forks, instead of once in every worker."""
+    global _WARM
+    if _WARM:
+        return
+    from math_verify import parse, verify
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    for text in ("$x+1$", "$\\frac{1}{2}$", "$\\sqrt{2}$", "$\\cos(x)$", "$\\{1,2\\}$"):
+        verify(
+            parse(text, parsing_timeout=None),
+            parse(text, parsing_timeout=None),
+            timeout_seconds=None,
+        )
+    _WARM = True
 
 
 def _solve_chunk(
@@ -292,9 +640,8 @@ def _solve_chunk(
     max_cluster_pairs: int,
     comparator: Comparator | None,
 ) -> list[ProblemResult]:
-    if comparator is not None:
-        return [_solve(t, timeout_s, max_cluster_pairs, comparator) for t in tasks]
-    backend = _MathVerify()  # one parse cache per chunk of problems
+    # one parse cache per chunk of problems
+    backend: _Backend = _CustomBackend(comparator) if comparator is not None else _MathVerify()
     return [_solve(t, timeout_s, max_cluster_pairs, backend) for t in tasks]
 
 
@@ -310,6 +657,8 @@ class EquivalenceStats:
     """math-verify comparisons made in the pool."""
     timeouts: int = 0
     """Comparisons over the timeout (counted as not equivalent)."""
+    ungrouped: int = 0
+    """Answers left in a class of their own by the per-problem comparison budget."""
     pool_restarts: int = 0
     """Times a stuck or broken pool was replaced."""
     seconds: float = 0.0
@@ -331,6 +680,11 @@ class EquivalenceChecker:
     stats: EquivalenceStats = field(default_factory=EquivalenceStats)
     _cache: dict[tuple[str, str], bool] = field(default_factory=dict, repr=False)
     _pool: ProcessPoolExecutor | None = field(default=None, repr=False)
+    _batch: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    _asked: set[str] = field(default_factory=set, repr=False)
+    _prefetched: list[tuple[list[tuple[str, str]], Future[list[_Fp]]]] = field(
+        default_factory=list, repr=False
+    )
 
     def __enter__(self) -> EquivalenceChecker:
         return self
@@ -350,15 +704,54 @@ class EquivalenceChecker:
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            if self.comparator is None:
-                import math_verify  # noqa: F401  loaded once here so forked workers start warm
             self._pool = ProcessPoolExecutor(
                 max_workers=self._n_workers(),
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_init_worker,
-                initargs=(os.getpid(),),
+                # Each worker loads math-verify itself, in parallel with the caller's work.
+                initargs=(os.getpid(), self.comparator is None),
             )
         return self._pool
+
+    def prefetch(self, text: str, key: str) -> None:
+        """Have the workers parse and value this answer now, while the caller reads on, so
+        that ``solve`` finds its fingerprint ready (``fingerprints``). Only answers that need
+        math-verify are sent; each key once."""
+        if self.comparator is not None or key in self._asked or not answer_needs_math_verify(key):
+            return
+        self._asked.add(key)
+        self._batch.append((text, key))
+        if len(self._batch) >= _PREFETCH_BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._batch:
+            batch, self._batch = self._batch, []
+            future = self._ensure_pool().submit(_fingerprint_batch, batch, self.timeout_s)
+            self._prefetched.append((batch, future))
+
+    def fingerprints(self) -> dict[str, _Fp]:
+        """The prefetched fingerprints, by key. A batch that fails or stalls is left out: its
+        answers are parsed again in ``solve``, under its own timeouts and stall handling."""
+        self._flush()
+        out: dict[str, _Fp] = {}
+        stall_limit = 2 * self.timeout_s + self.stall_grace_s
+        for batch, future in self._prefetched:
+            try:
+                values = future.result(timeout=stall_limit * len(batch))
+            except Exception:  # a broken or stuck pool: solve() deals with it
+                self._kill_pool()
+                break
+            out.update((key, fp) for (_, key), fp in zip(batch, values, strict=True))
+        self._prefetched.clear()
+        return out
+
+    def start(self) -> None:
+        """Start the workers now (they load math-verify, about a second of CPU each), so that
+        they are ready when ``solve`` is called; the caller goes on meanwhile."""
+        pool = self._ensure_pool()
+        for _ in range(self._n_workers()):
+            pool.submit(int)  # each submission may spawn a worker, up to max_workers
 
     def _kill_pool(self) -> None:
         pool = self._pool
@@ -378,8 +771,20 @@ class EquivalenceChecker:
         """Run the tasks in the pool; results in task order (see the module docstring)."""
         if not tasks:
             return []
+        # Costliest first (answers that need a parse), so that no worker is left with a
+        # large problem at the end while the others idle.
+        order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
+        results = self._solve_in_order([tasks[i] for i in order])
+        out: list[ProblemResult | None] = [None] * len(tasks)
+        for i, result in zip(order, results, strict=True):
+            out[i] = result
+        return [r for r in out if r is not None]
+
+    def _solve_in_order(self, tasks: Sequence[ProblemTask]) -> list[ProblemResult]:
         started = time.perf_counter()
-        chunks = [list(tasks[i : i + _CHUNK_TASKS]) for i in range(0, len(tasks), _CHUNK_TASKS)]
+        # Small chunks when there are few tasks, so that every worker gets a share.
+        size = max(1, min(_CHUNK_TASKS, len(tasks) // (16 * self._n_workers())))
+        chunks = [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
         results: list[list[ProblemResult] | None] = [None] * len(chunks)
         attempts = [0] * len(chunks)
         stall_limit = 2 * self.timeout_s + self.stall_grace_s
@@ -439,6 +844,7 @@ class EquivalenceChecker:
         for result in out:
             self.stats.calls += result.calls
             self.stats.timeouts += result.timeouts
+            self.stats.ungrouped += result.ungrouped
         self.stats.seconds += time.perf_counter() - started
         return out
 
@@ -470,12 +876,10 @@ class EquivalenceChecker:
             if (gold, answer) in out:
                 continue
             gk, ak = canonical_key(gold), canonical_key(answer)
-            if gk == ak:
+            verdict = keys_decide(gk, ak)
+            if verdict is not None:
                 self.stats.cheap += 1
-                out[(gold, answer)] = True
-            elif is_rational_key(gk) and is_rational_key(ak):
-                self.stats.cheap += 1
-                out[(gold, answer)] = False
+                out[(gold, answer)] = verdict
             elif (gk, ak) in self._cache:
                 self.stats.cached += 1
                 out[(gold, answer)] = self._cache[(gk, ak)]

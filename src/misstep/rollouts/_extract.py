@@ -9,10 +9,14 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
 1. ``boxed``: the last ``\\boxed{...}`` or ``\\fbox{...}`` (nested braces honoured; an unclosed
    one is skipped in favour of the one before it).
 2. ``answer_tag``: the content of the last ``<answer>...</answer>`` pair (Reasoning Gym style).
-3. ``answer_phrase``: the last of "final answer is X", "the answer is X", "final answer: X",
-   "answer: X" (case-insensitive). X runs to the end of its line; a leading ``$...$`` is
-   unwrapped, otherwise X stops at the first sentence end (". "); a trailing period is dropped.
-4. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line.
+3. ``hash_mark``: GSM8K's ending, the text after ``####`` on the last line that starts with it.
+4. ``answer_phrase``: the last of "final answer is X", "the answer is X", "correct answer is
+   X", "final answer: X", "answer: X" (case-insensitive). X runs to the end of its line; a
+   leading ``$...$`` is unwrapped, otherwise X stops at the first sentence end (". "); a
+   trailing period is dropped.
+5. ``choice``: a multiple-choice ending on the last non-empty line: "Solution: Choice_B",
+   "Choice\\_B", "Option C", "(C)" or "C)" alone; the answer is the letter (A to J).
+6. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line.
 
 Otherwise ``method`` is ``none`` and ``answer`` is None. Everything scans from the end with
 ``rfind`` and bounded loops, so a 10 KB response costs microseconds; no regular expression runs
@@ -31,7 +35,19 @@ _THINK_CLOSE = "</think>"
 _BOX_COMMANDS = ("\\boxed{", "\\fbox{")
 # Longest answer we accept from the phrase and tag rules: longer is prose, not an answer.
 _MAX_ANSWER_CHARS = 300
-_PHRASES = ("final answer is", "the answer is", "final answer:", "answer:")
+_PHRASES = (
+    "final answer is",
+    "the answer is",
+    "correct answer is",
+    "correct option is",
+    "correct choice is",
+    "final answer:",
+    "answer:",
+)
+_CHOICE_LINE = re.compile(
+    r"(?:\b(?:choice|option)\s*\\?_?\s*\(?([A-J])\)?(?![A-Za-z])|^\s*(?:solution:\s*)?\(?([A-J])\)\.?\s*$)",
+    re.IGNORECASE,
+)
 _LAST_LINE_CHARS = 400
 # A \boxed{ whose brace does not close within this many characters is treated as unclosed,
 # which keeps many unclosed boxes in one response from costing quadratic time.
@@ -152,6 +168,28 @@ def _after_phrase(text: str) -> str | None:
     return answer
 
 
+def _last_line(text: str) -> str:
+    stripped = text.rstrip()
+    start = stripped.rfind("\n") + 1
+    return stripped[max(start, len(stripped) - _LAST_LINE_CHARS) :]
+
+
+def _hash_mark(text: str) -> str | None:
+    pos = text.rfind("####")
+    if pos < 0 or (pos > 0 and text[pos - 1] != "\n"):
+        return None
+    line = text[pos + 4 :].split("\n", 1)[0].strip().rstrip(".").strip()
+    return line if line and len(line) <= _MAX_ANSWER_CHARS else None
+
+
+def _choice(text: str) -> str | None:
+    found = _CHOICE_LINE.findall(_last_line(text))
+    if not found:
+        return None
+    letter: str = next(g for g in found[-1] if g)
+    return letter.upper()
+
+
 def _last_number(text: str) -> str | None:
     stripped = text.rstrip()
     start = stripped.rfind("\n") + 1
@@ -178,9 +216,15 @@ def extract_answer(response: str) -> Extraction:
     tagged = _last_answer_tag(region)
     if tagged is not None:
         return Extraction(tagged, "answer_tag")
+    marked = _hash_mark(region)
+    if marked is not None:
+        return Extraction(marked, "hash_mark")
     phrase = _after_phrase(region)
     if phrase is not None:
         return Extraction(phrase, "answer_phrase")
+    choice = _choice(region)
+    if choice is not None:
+        return Extraction(choice, "choice")
     number = _last_number(region)
     if number is not None:
         return Extraction(number, "last_number")

@@ -16,13 +16,20 @@ Rules, in order, for one trace:
    (``iter_outcomes`` raises on the first one).
 
 ``answer_class``: the answers of one (dataset, problem_id), across all checkpoints, are grouped
-by equivalence. Canonical keys group the simple forms (``\\frac12``, ``0.5``, ``1/2``); answers
-equivalent to the gold join the gold's class (keyed by the gold's canonical key); other
-non-rational answers are compared by math-verify with each class representative, most frequent
-answers first, at most ``max_cluster_pairs`` comparisons per problem (past the cap an answer
-keeps its own class: votes can be split, never wrongly merged). A row graded correct without an
-answer gets the gold's class, or ``<correct>`` when there is no gold, so that it votes for the
-right class. Rows without an answer (``truncated``, ``no_answer``) have no class.
+by equivalence (``misstep.rollouts._equivalence``: canonical keys, numeric fingerprints, and
+math-verify only for what they leave open; each distinct answer parsed once, while the input
+is still being read). Answers equivalent to the gold join the gold's class (keyed by the gold's
+canonical key); the others are grouped most frequent first. ``max_cluster_pairs`` bounds the
+math-verify calls per problem; an answer it leaves in a class of its own is counted in
+``GradeStats.equivalence.ungrouped`` (votes can be split by it, never wrongly merged). A row
+graded correct without an answer gets the gold's class, or ``<correct>`` when there is no gold,
+so that it votes for the right class. Rows without an answer (``truncated``, ``no_answer``)
+have no class.
+
+Multiple choice: when a problem lists its options (``A: 4``, ``(B) 8``, one per line or inline)
+and the gold is a letter, an answer that writes an option's text counts as that option's
+letter; when the gold is an option's text, a letter answer counts as that option's text. The
+``answer`` column keeps what the model wrote.
 
 Last, a class holding both correct and wrong rows (the grade in use and the equivalence
 disagree) is split by grade, so that every class is uniformly correct or wrong: the correct
@@ -44,11 +51,12 @@ from misstep.rollouts._equivalence import (
     DEFAULT_MAX_CLUSTER_PAIRS,
     EquivalenceChecker,
     EquivalenceStats,
+    ProblemResult,
     ProblemTask,
-    is_rational_key,
+    solve_here,
 )
 from misstep.rollouts._extract import extract_answer
-from misstep.rollouts._normalize import canonical_key
+from misstep.rollouts._normalize import canonical_key, is_choice_key, problem_options
 from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace
 
 __all__ = [
@@ -109,13 +117,37 @@ def _no_gold_error(count: int, total: int, example: str) -> InputError:
 
 
 class _Problem:
-    __slots__ = ("counts", "gold", "gold_key", "texts")
+    __slots__ = ("counts", "gold", "gold_key", "options", "texts")
 
     def __init__(self) -> None:
         self.gold: str | None = None
         self.gold_key: str | None = None
         self.counts: Counter[str] = Counter()
         self.texts: dict[str, str] = {}
+        # letter -> (key, text) of a multiple-choice problem's options; None: not read yet
+        self.options: dict[str, tuple[str, str]] | None = None
+
+    def read_options(self, problem: str | None) -> None:
+        if self.options is None and problem is not None:
+            self.options = {
+                letter: (canonical_key(text), text)
+                for letter, text in problem_options(problem).items()
+            }
+
+    def as_choice(self, key: str, answer: str) -> tuple[str, str]:
+        """A letter answer when the gold is option text becomes that option's text; an
+        option's text when the gold is a letter becomes its letter."""
+        if not self.options or self.gold_key is None:
+            return key, answer
+        if is_choice_key(self.gold_key):
+            if not is_choice_key(key):
+                for letter, (option_key, _) in self.options.items():
+                    if option_key == key:
+                        return "s:" + letter, letter
+            return key, answer
+        if is_choice_key(key) and key[2] in self.options:
+            return self.options[key[2]]
+        return key, answer
 
 
 def grade_traces(
@@ -135,6 +167,22 @@ def grade_traces(
     ``stats``, when given, is filled with counters of the run.
     """
     stats = stats if stats is not None else GradeStats()
+    checker = EquivalenceChecker(
+        workers=workers, timeout_s=timeout_s, max_cluster_pairs=max_cluster_pairs
+    )
+    try:
+        return _grade(traces, regrade, checker, on_progress, stats)
+    finally:
+        checker.close()
+
+
+def _grade(
+    traces: Iterable[Trace],
+    regrade: bool,
+    checker: EquivalenceChecker,
+    on_progress: Callable[[int], None] | None,
+    stats: GradeStats,
+) -> pd.DataFrame:
     trace_ids: list[str] = []
     checkpoints: list[str] = []
     steps: list[int | None] = []
@@ -154,7 +202,6 @@ def grade_traces(
     key_memo: dict[str, str] = {}
     ungradable = 0
     first_ungradable = ""
-
     for n, trace in enumerate(traces, 1):
         pkey = (trace.dataset, trace.problem_id)
         p = problems.get(pkey)
@@ -172,8 +219,10 @@ def grade_traces(
         repeats.append(repetition_score(trace.response))
         problem_of.append(p)
         gold = trace.gold_answer
+        prob.read_options(trace.problem)
         if gold is not None and prob.gold is None:
             prob.gold, prob.gold_key = gold, canonical_key(gold)
+            checker.prefetch(gold, prob.gold_key)
         if trace.finish_reason == "length":
             answers.append(None)
             keys.append(None)
@@ -188,11 +237,17 @@ def grade_traces(
                 key = canonical_key(answer)
                 if len(key_memo) < _KEY_MEMO_MAX:
                     key_memo[answer] = key
+        text = answer
+        if key is not None and answer is not None and prob.options:
+            key, text = prob.as_choice(key, answer)
         answers.append(answer)
         keys.append(key)
-        if key is not None and answer is not None:
+        if key is not None and text is not None:
             prob.counts[key] += 1
-            prob.texts.setdefault(key, answer)
+            if key not in prob.texts:
+                prob.texts[key] = text
+                # workers parse it now, while the stream goes on
+                checker.prefetch(text, key)
         grade = _user_grade(trace, regrade)
         if grade is not None:
             outcomes.append(
@@ -218,19 +273,16 @@ def grade_traces(
     stats.traces = total
     stats.problems = len(state)
 
-    with EquivalenceChecker(
-        workers=workers, timeout_s=timeout_s, max_cluster_pairs=max_cluster_pairs
-    ) as checker:
-        class_of, gold_equal = _classes(state, checker, stats)
-        odd = {
-            i: (gold, answers[i])
-            for i, (gold, _) in row_gold_key.items()
-            if answers[i] is not None and outcomes[i] is None
-        }
-        odd_equal = checker.compare_pairs(
-            (gold, answer) for gold, answer in odd.values() if answer is not None
-        )
-        stats.equivalence = checker.stats
+    class_of, gold_equal = _classes(state, checker, stats)
+    odd = {
+        i: (gold, answers[i])
+        for i, (gold, _) in row_gold_key.items()
+        if answers[i] is not None and outcomes[i] is None
+    }
+    odd_equal = checker.compare_pairs(
+        (gold, answer) for gold, answer in odd.values() if answer is not None
+    )
+    stats.equivalence = checker.stats
 
     correct: list[bool] = []
     classes: list[str | None] = []
@@ -325,31 +377,41 @@ def _classes(
     gold_equal: list[dict[str, bool]] = [{} for _ in state]
     tasks: list[ProblemTask] = []
     owners: list[list[int]] = []
+    results: list[ProblemResult | None] = []
+    known = checker.fingerprints()
     seen: dict[tuple[str | None, tuple[str, ...]], int] = {}
     for p, prob in enumerate(state):
         ordered = [k for k, _ in prob.counts.most_common() if k != prob.gold_key]
         if prob.gold_key is not None and prob.gold_key in prob.counts:
             class_of[p][prob.gold_key] = prob.gold_key
-        symbolic = any(not is_rational_key(k) for k in ordered)
-        gold_symbolic = prob.gold_key is not None and not is_rational_key(prob.gold_key)
-        if not ordered or not (symbolic or gold_symbolic):
-            continue  # distinct exact rationals: each its own class, none equal to the gold
+        if not ordered:
+            continue
         signature = (prob.gold_key, tuple(ordered))
         if signature in seen:  # same gold and answers as an earlier problem: reuse its result
             owners[seen[signature]].append(p)
             continue
         seen[signature] = len(tasks)
         owners.append([p])
-        tasks.append(
-            ProblemTask(
-                gold=prob.gold,
-                gold_key=prob.gold_key,
-                answers=tuple(prob.texts[k] for k in ordered),
-                keys=tuple(ordered),
-            )
+        task = ProblemTask(
+            gold=prob.gold,
+            gold_key=prob.gold_key,
+            answers=tuple(prob.texts[k] for k in ordered),
+            keys=tuple(ordered),
+            known=tuple(
+                (k, known[k]) for k in (prob.gold_key, *ordered) if k is not None and k in known
+            ),
         )
-    stats.pool_tasks = len(tasks)
-    for task, result, ps in zip(tasks, checker.solve(tasks), owners, strict=True):
+        tasks.append(task)
+        # Decided here when keys and prefetched fingerprints settle every pair.
+        results.append(solve_here(task, checker.max_cluster_pairs))
+    pooled = [t for t, r in zip(tasks, results, strict=True) if r is None]
+    stats.pool_tasks = len(pooled)
+    solved = iter(checker.solve(pooled))
+    for task, result, ps in zip(tasks, results, owners, strict=True):
+        if result is None:
+            result = next(solved)
+        else:
+            checker.stats.ungrouped += result.ungrouped
         for p in ps:
             gold_key = state[p].gold_key
             for key, equal, rep in zip(

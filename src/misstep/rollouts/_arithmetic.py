@@ -1,0 +1,288 @@
+"""Values of arithmetic answers (``3+2``, ``2^3\\cdot 3^2``, ``\\frac{7}{2}-1``, ``2\\sqrt{3}``),
+computed by a small recursive-descent parser over a closed grammar: never ``eval``.
+
+Grammar (after ``normalize_answer``, which drops spaces and ``\\left``/``\\right``)::
+
+    expr     := term (("+" | "-") term)*
+    term     := implied (("*" | "/" | "\\cdot" | "\\times" | "\\div") implied)*
+    implied  := unary atom*          a product written without a sign: 2\\sqrt{3}, 2(3+4)
+    unary    := ("+" | "-") unary | postfix
+    postfix  := power "!"?
+    power    := atom ("^" ("-")? atom)?
+    atom     := number | "(" expr ")" | "{" expr "}" | "\\frac{" expr "}{" expr "}"
+              | "\\binom{" expr "}{" expr "}" | "\\sqrt" ("[" expr "]")? atom | "sqrt(" expr ")"
+              | "\\pi"
+
+A product without a sign binds tighter than ``/``, as in math-verify's LaTeX parser:
+``27/2\\pi`` is 27/(2π). It never continues with ``\\frac`` (``3\\frac{1}{2}`` may mean 3.5).
+
+``arithmetic_value`` gives the exact value (a ``Fraction``) of an answer without roots or π;
+``numeric_value`` gives a 40-digit value of one with them. Anything else (letters, commas,
+sets) gives None and the answer is left to math-verify. Work is bounded: powers up to
+``_MAX_BITS`` bits in exact mode and ``1e300`` in numeric mode, factorials up to 100!.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from fractions import Fraction
+from typing import Any
+
+__all__ = ["arithmetic_value", "numeric_value"]
+
+_MAX_CHARS = 200
+_MAX_EXPONENT = 4096
+_MAX_BITS = 256
+_MAX_FACTORIAL = 100
+_FUNCTIONS = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "cot": "cot", "sec": "sec", "csc": "csc",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "ln": "ln",
+    "tan^{-1}": "atan", "sin^{-1}": "asin", "cos^{-1}": "acos",
+}  # fmt: skip
+_GREEK = ("alpha", "beta", "gamma", "theta", "phi", "lambda", "mu", "sigma", "omega", "rho", "tau")
+_TOKEN = re.compile(
+    r"\d+(?:\.\d+)?|\.\d+|\\(?:d|t)?frac|\\binom|\\sqrt|sqrt|\\?pi(?![A-Za-z])|\\cdot|\\times|\\div"
+    r"|\\?(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln)(?=[({])"
+    r"|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z])"
+    r"|[A-DF-HJ-Za-df-hj-z]|[-+*/^(){}\[\]!]"
+)
+_IRRATIONAL = ("\\sqrt", "sqrt", "\\pi", "pi")
+_STARTS_IMPLIED = frozenset({"(", "\\sqrt", "sqrt", "\\pi", "pi"})
+
+
+def _is_variable(token: str) -> bool:
+    return (len(token) == 1 and token.isalpha()) or token[1:] in _GREEK
+
+
+def _is_function(token: str) -> bool:
+    return token.lstrip("\\") in _FUNCTIONS
+
+
+def _point(name: str) -> float:
+    """The value a free symbol takes in a fingerprint: the same as ``_equivalence``'s, so that
+    values computed here and from math-verify's parse can be compared."""
+    return 0.5 + (zlib.crc32(name.encode()) % 997) / 1709
+
+
+class _Fail(Exception):
+    pass
+
+
+class _Parser:
+    __slots__ = ("exact", "mp", "pos", "symbols", "tokens")
+
+    def __init__(self, tokens: list[str], exact: bool) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.exact = exact
+        self.symbols = False
+        self.mp: Any = None
+        if not exact:
+            import mpmath  # type: ignore[import-untyped]
+
+            self.mp = mpmath
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (expected is not None and token != expected):
+            raise _Fail
+        self.pos += 1
+        return token
+
+    def number(self, value: Fraction) -> Any:
+        return value if self.exact else self.mp.mpf(value.numerator) / value.denominator
+
+    def expr(self) -> Any:
+        value = self.term()
+        while self.peek() in ("+", "-"):
+            value = value + self.term() if self.take() == "+" else value - self.term()
+        return value
+
+    def term(self) -> Any:
+        value = self.implied()
+        while True:
+            token = self.peek()
+            if token in ("*", "\\cdot", "\\times"):
+                self.take()
+                value = value * self.implied()
+            elif token in ("/", "\\div"):
+                self.take()
+                divisor = self.implied()
+                if divisor == 0:
+                    raise _Fail
+                value = value / divisor
+            else:
+                return value
+
+    def implied(self) -> Any:
+        value = self.unary()
+        while True:
+            token = self.peek()
+            if token is None or not (
+                token in _STARTS_IMPLIED or _is_variable(token) or _is_function(token)
+            ):
+                return value
+            value = value * self.postfix()
+
+    def unary(self) -> Any:
+        token = self.peek()
+        if token == "-":
+            self.take()
+            return -self.unary()
+        if token == "+":
+            self.take()
+            return self.unary()
+        return self.postfix()
+
+    def postfix(self) -> Any:
+        value = self.power()
+        if self.peek() == "!":
+            self.take()
+            n = self.integer(value)
+            if not 0 <= n <= _MAX_FACTORIAL:
+                raise _Fail
+            return self.number(Fraction(math.factorial(n)))
+        return value
+
+    def integer(self, value: Any) -> int:
+        if self.exact:
+            if value.denominator != 1:
+                raise _Fail
+            return int(value.numerator)
+        if value != int(value):
+            raise _Fail
+        return int(value)
+
+    def power(self) -> Any:
+        base = self.atom()
+        if self.peek() != "^":
+            return base
+        self.take()
+        if self.peek() == "-":
+            self.take()
+            exponent = -self.atom()
+        else:
+            exponent = self.atom()
+        if self.exact:
+            if exponent.denominator != 1 or abs(exponent) > _MAX_EXPONENT:
+                raise _Fail
+            e = int(exponent)
+            if base == 0 and e < 0:
+                raise _Fail
+            size = max(base.numerator.bit_length(), base.denominator.bit_length())
+            if size * abs(e) > _MAX_BITS:
+                raise _Fail
+            return base**e
+        if abs(exponent) > _MAX_EXPONENT or (base == 0 and exponent <= 0):
+            raise _Fail
+        if base != 0 and abs(exponent) * self.mp.log(abs(base), 10) > 300:
+            raise _Fail
+        return self.mp.power(base, exponent)
+
+    def braced(self) -> Any:
+        self.take("{")
+        value = self.expr()
+        self.take("}")
+        return value
+
+    def atom(self) -> Any:
+        token = self.take()
+        if token[0].isdigit() or token[0] == ".":
+            return self.number(Fraction(token))
+        closing = {"(": ")", "{": "}"}.get(token)
+        if closing is not None:
+            value = self.expr()
+            self.take(closing)
+            return value
+        if token in ("\\frac", "\\dfrac", "\\tfrac"):
+            num = self.braced()
+            den = self.braced()
+            if den == 0:
+                raise _Fail
+            return num / den
+        if token == "\\binom":
+            n, k = self.integer(self.braced()), self.integer(self.braced())
+            if not 0 <= n <= 1000:
+                raise _Fail
+            return self.number(Fraction(math.comb(n, k) if k >= 0 else 0))
+        if self.exact:
+            raise _Fail
+        if token in ("\\pi", "pi"):
+            return +self.mp.pi
+        if token == "\\sqrt":
+            degree = self.mp.mpf(2)
+            if self.peek() == "[":
+                self.take()
+                degree = self.expr()
+                self.take("]")
+                if degree == 0:
+                    raise _Fail
+            radicand = self.atom()
+            if degree == 2:
+                return self.mp.sqrt(radicand)
+            return self.mp.root(radicand, self.integer(degree))
+        if token == "sqrt":
+            self.take("(")
+            value = self.expr()
+            self.take(")")
+            return self.mp.sqrt(value)
+        if _is_function(token):
+            argument = self.atom()
+            return getattr(self.mp, _FUNCTIONS[token.lstrip("\\")])(argument)
+        if _is_variable(token):
+            self.symbols = True
+            return self.mp.mpf(_point(token.lstrip("\\")))
+        raise _Fail
+
+
+def _tokens(text: str) -> list[str] | None:
+    if not text or len(text) > _MAX_CHARS:
+        return None
+    tokens = _TOKEN.findall(text)
+    if "".join(tokens) != text:
+        return None  # something outside the grammar (a letter, a comma)
+    return tokens
+
+
+def _run(tokens: list[str], exact: bool) -> tuple[Any, bool]:
+    parser = _Parser(tokens, exact)
+    try:
+        value = parser.expr()
+    except (_Fail, ZeroDivisionError, OverflowError, ValueError):
+        return None, False
+    return (value if parser.pos == len(tokens) else None), parser.symbols
+
+
+def arithmetic_value(text: str) -> Fraction | None:
+    """The exact value of ``text`` when it is arithmetic without roots or π, else None."""
+    tokens = _tokens(text)
+    if tokens is None or any(
+        t in _IRRATIONAL or _is_variable(t) or _is_function(t) for t in tokens
+    ):
+        return None
+    value, _ = _run(tokens, exact=True)
+    return value if isinstance(value, Fraction) else None
+
+
+def numeric_value(text: str) -> tuple[complex, bool] | None:
+    """The value of ``text`` computed with 40 digits (roots, π, trigonometric functions and
+    single-letter variables allowed; a variable takes a fixed value derived from its name),
+    and whether it holds a variable; None when it is outside the grammar."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
+    import mpmath
+
+    with mpmath.workdps(40):
+        value, symbols = _run(tokens, exact=False)
+        if value is None:
+            return None
+        result = complex(value)
+    if result != result or math.isinf(abs(result)):
+        return None
+    return result, symbols
