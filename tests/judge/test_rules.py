@@ -50,10 +50,33 @@ WRONG = [
     ("10 / 3 = 3.5", "10 / 3 = 3.5"),  # 3.33..., more than 0.1 from 3.5
     ("- 3 + 4 = 5", "3 + 4 = 5"),  # as a bullet 7, as -3 + 4 it is 1: wrong either way
     ("Then\n- 6 * 7 = 41", "6 * 7 = 41"),  # 42
+    # the forms grade-school solutions use
+    ("He buys 250 x 2 = 600 apples.", "250 x 2 = 600"),  # 500: ASCII x as times
+    ("Total: 12 X 3 = 38", "12 X 3 = 38"),  # 36
+    ("so 3 x 4 + 1 = 14", "3 x 4 + 1 = 14"),  # 13
+    ("The cost is $5,\\!000 \\times 2 = 12,\\!000$.", "5,\\!000 \\times 2 = 12,\\!000"),  # 10,000
+    ("We get 5\\,000 + 1 = 5\\,002.", "5\\,000 + 1 = 5\\,002"),  # 5,001: thin space
+    ("She pays \\$18 + \\$7 = \\$26.", "18 + \\$7 = \\$26"),  # 25
+    ("We have \\(3 \\times 4 = 13\\).", "3 \\times 4 = 13"),  # 12
+    ("\\[ 3 \\times 4 = 13 \\]", "3 \\times 4 = 13"),  # 12
+    ("Then $3 \\times 4 = 13$ holds.", "3 \\times 4 = 13"),  # 12
+    ("The rope is 5 cm + 3 cm = 9 cm long.", "5 cm + 3 cm = 9"),  # 8: units after numbers
+    ("It takes 3 hours x 20 = 70 minutes", "3 hours x 20 = 70"),  # 60
+    ("3 + 4 + 5\n= 13", "3 + 4 + 5\n= 13"),  # 12: a chain across a line break
+    ("Total = 3 + 4\n= 8", "3 + 4\n= 8"),  # 7
 ]
 
 RIGHT = [
     "18 - 6 = 12",
+    # false alarms seen on a real run: thousands written 5,\!000 must stay one number
+    "So $5,\\!000 \\times 1 = \\$5,\\!000$.",
+    "The total is $2,\\!500 + 2,\\!500 = 5,\\!000$ dollars.",
+    "He buys 250 x 2 = 500 apples.",
+    "We solve 2x = 10, so x = 5.",
+    "The rope is 5 cm + 3 cm = 8 cm long.",
+    "It takes 3 hours x 20 = 60 minutes",
+    "3 + 4 + 5\n= 12",
+    "heat the oil to 400 degrees = 20 + (40/100) * 20 minutes",  # a named quantity
     "So they have \\(18 - 6 = 12\\) flamingos left.",
     "12 \\times 15 = 180",
     "\\frac{1}{3} \\times 18 = 6",
@@ -99,7 +122,6 @@ SKIPPED = [
     "1 hour = 60 minutes",  # two bare numbers
     "50 - 20% = 45",  # ambiguous percentage
     "2\\frac{1}{2} = 3",  # mixed number: ambiguous
-    "3 x 4 + 1 = 14",  # 'x' as times, unseen
     "3 times 4 + 2 = 7",
     "log 100 + 1 = 7",
     "- 3 + 4 = 1",  # a bullet, or -3 + 4 = 1? one reading is right: not flagged

@@ -40,6 +40,43 @@ def test_split_on_line_breaks_without_blank_lines() -> None:
     assert split_steps("a\n b\r\nc\n") == ["a", "b", "c"]
 
 
+def test_one_paragraph_is_split_into_sentences_inside_think() -> None:
+    response = (
+        "<think>First we compute 3 + 4 = 7. Then we double it, e.g. 7 x 2 = 14. "
+        "The value $x = 3.5$ is fine. 2. Next step here! Is it 14? Yes.</think>"
+        "<answer>14</answer>"
+    )
+    assert split_steps(response) == [
+        "First we compute 3 + 4 = 7.",
+        "Then we double it, e.g. 7 x 2 = 14.",  # no cut after an abbreviation
+        "The value $x = 3.5$ is fine.",  # nor inside a formula
+        "2. Next step here!",  # nor after an enumerator
+        "Is it 14?",
+        "Yes.",
+        "<answer>14</answer>",
+    ]
+
+
+def test_sentences_never_cut_a_formula() -> None:
+    text = (
+        "We know $$a = 1. b = 2$$ and so on. \\(c. d\\) holds. {e. f} too. Total = 3 + 4\n= 8. End."
+    )
+    assert split_steps(text) == [
+        "We know $$a = 1. b = 2$$ and so on.",
+        "\\(c. d\\) holds.",
+        "{e. f} too.",
+        "Total = 3 + 4\n= 8.",  # a line break inside a calculation is not a cut
+        "End.",
+    ]
+
+
+def test_short_paragraphs_stay_whole_and_long_ones_are_split() -> None:
+    long = "A sentence of some length here. " * 20
+    steps = split_steps(f"Step 1: one. Two.\n\n{long.strip()}")
+    assert steps[0] == "Step 1: one. Two."  # a paragraph of 17 characters: one step
+    assert steps[1:] == ["A sentence of some length here."] * 20
+
+
 def test_split_uses_given_steps_verbatim() -> None:
     given = ["one", "", "three "]
     assert split_steps(trace("ignored\n\nresponse", steps=given)) == given

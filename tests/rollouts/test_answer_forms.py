@@ -193,3 +193,17 @@ def test_symbolic_classes_merge_past_the_old_cap() -> None:
         (capped,) = checker.solve([task])
     assert capped.ungrouped == 120 - 50  # counted, never silent
     assert checker.stats.ungrouped == 70
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("\\sqrt{217872}", "√217872", True),
+        ("\\pi", "π", True),
+        ("e^{2}", "e^2", True),  # e is Euler's number, as math-verify reads it
+        ("792\\cos\\theta+972\\sin\\theta", "972\\sin(\\theta)+792\\cos(\\theta)", True),
+        ("0 or 2", "0 or 3", False),  # several answers in words: compared as text
+    ],
+)
+def test_more_forms(a: str, b: str, expected: bool) -> None:
+    assert answers_equivalent(a, b) is expected

@@ -37,7 +37,7 @@ _TOKEN = re.compile(
     # Most of a step is prose: spaces and phrases of words come first and are one token each.
     r"(?P<sp>\s+|\\[,;:!> ]|\\q?quad(?![A-Za-z])|~|&|\\\\)"
     r"|(?P<word>[^\W\d_]+(?:[ \t]+[^\W\d_]+)*)"
-    r"|(?P<num>\d{1,3}(?:(?:,|\{,\})\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)"
+    r"|(?P<num>\d{1,3}(?:(?:,|\{,\}|,\\!|\\,|\u2009|\u202f)\d{3})+(?:\.\d+)?(?!\d)|\d+(?:\.\d+)?|\.\d+)"
     r"|(?P<delim>\\\$|\$|\\\(|\\\)|\\\[|\\\])"
     r"|(?P<text>\\(?:text|mathrm|textbf|textit|mbox|mathit|textrm)\s*\{[^{}]*\})"
     r"|(?P<eq>==?)"
@@ -57,6 +57,15 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _HAS_RELATION = re.compile(r"=|≈|\\approx")
+# ASCII x or X between two numbers is a multiplication sign (250 x 2, 12X3); 2x = 10 is not.
+_ASCII_TIMES = re.compile(r"(?<=[\d)])(\s*)[xX](?=\s*[\d(])")
+# A unit after a number is not part of the arithmetic: 5 cm + 3 cm = 8 cm, 3 hours x 20.
+_UNIT = re.compile(
+    r"(?<=\d)(\s*)(?:\\(?:text|mathrm|mbox)\{\s*)?"
+    r"(?:cm|mm|km|kg|mg|ml|lbs?|oz|ft|feet|inch(?:es)?|miles?|meters?|metres?|liters?|litres?"
+    r"|grams?|kilograms?|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?"
+    r"|dollars?|cents?|euros?|pounds?|units?|degrees?|mph|km/h)(?:\s*\})?(?![A-Za-z])"
+)
 
 _MATH = frozenset({"num", "eq", "approx", "pct", "op", "frac", "lp", "rp"})
 _TRANSPARENT = frozenset({"sp", "delim", "ign"})
@@ -290,7 +299,9 @@ def _check_size(value: Fraction) -> None:
 
 
 def _number(text: str) -> Fraction:
-    digits = text.replace("{,}", "").replace(",", "")
+    digits = text
+    for separator in ("{,}", ",\\!", "\\,", ",", "\u2009", "\u202f"):
+        digits = digits.replace(separator, "")
     if len(digits) > _MAX_DIGITS:
         raise _Unevaluable
     return Fraction(digits)
@@ -595,13 +606,29 @@ def check_step(text: str) -> tuple[str, str, str, str] | None:
     return None
 
 
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group())
+
+
+def _prepare(text: str) -> tuple[str, set[int]]:
+    """The text to tokenise, the same length as ``text`` (so that evidence is cut from the
+    original): units after numbers blanked, an ASCII x between numbers made a ×; and the end
+    offsets of the numbers that had a unit."""
+    unit_ends = {m.start() for m in _UNIT.finditer(text)}
+    text = _UNIT.sub(_blank, text)
+    return _ASCII_TIMES.sub(lambda m: m.group(1) + "×", text), unit_ends
+
+
 def _check_window(text: str) -> tuple[str, str, str, str] | None:
-    toks = _tokenize(text)
+    prepared, unit_ends = _prepare(text)
+    toks = _tokenize(prepared)
     for first, last, doubtful in _runs(toks):
         if not any(toks[i][0] in ("eq", "approx") for i in range(first, last + 1)):
             continue
         sides, approx, bullet = _sides(toks, first, last)
-        if doubtful:
+        head = sides[0]
+        if doubtful or (head is not None and len(head.toks) == 1 and head.end in unit_ends):
+            # "400 degrees = 20 + 8": a quantity named, not a calculation checked
             sides[0] = None
         group_start: int | None = None
         group_has_op = False  # in 5 * 4 = 20 = 21 the bare 20 carries a computed value

@@ -43,17 +43,19 @@ _FUNCTIONS = {
 }  # fmt: skip
 _GREEK = ("alpha", "beta", "gamma", "theta", "phi", "lambda", "mu", "sigma", "omega", "rho", "tau")
 _TOKEN = re.compile(
-    r"\d+(?:\.\d+)?|\.\d+|\\(?:d|t)?frac|\\binom|\\sqrt|sqrt|\\?pi(?![A-Za-z])|\\cdot|\\times|\\div"
-    r"|\\?(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln)(?=[({])"
+    r"\d+(?:\.\d+)?|\.\d+|\\(?:d|t)?frac|\\binom|\\sqrt|sqrt|√|π|\\?pi(?![A-Za-z])|\\cdot|\\times|\\div"
+    r"|\\?(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln)"
+    r"(?=[({]|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z]))"
     r"|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z])"
-    r"|[A-DF-HJ-Za-df-hj-z]|[-+*/^(){}\[\]!]"
+    r"|[A-DF-HJ-Za-hj-z]|[-+*/^(){}\[\]!]"
 )
-_IRRATIONAL = ("\\sqrt", "sqrt", "\\pi", "pi")
-_STARTS_IMPLIED = frozenset({"(", "\\sqrt", "sqrt", "\\pi", "pi"})
+_IRRATIONAL = ("\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e")
+_STARTS_IMPLIED = frozenset({"(", "\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e"})
 
 
 def _is_variable(token: str) -> bool:
-    return (len(token) == 1 and token.isalpha()) or token[1:] in _GREEK
+    # e is Euler's number, as math-verify reads it; i and E are left out (ambiguous)
+    return (len(token) == 1 and token.isalpha() and token != "e") or token[1:] in _GREEK
 
 
 def _is_function(token: str) -> bool:
@@ -212,8 +214,12 @@ class _Parser:
             return self.number(Fraction(math.comb(n, k) if k >= 0 else 0))
         if self.exact:
             raise _Fail
-        if token in ("\\pi", "pi"):
+        if token in ("\\pi", "pi", "π"):
             return +self.mp.pi
+        if token == "e":
+            return +self.mp.e
+        if token == "√":
+            return self.mp.sqrt(self.atom())
         if token == "\\sqrt":
             degree = self.mp.mpf(2)
             if self.peek() == "[":
@@ -232,7 +238,14 @@ class _Parser:
             self.take(")")
             return self.mp.sqrt(value)
         if _is_function(token):
-            argument = self.atom()
+            # \cos(x), \cos{x}, and \cos\theta without brackets (one variable only)
+            nxt = self.peek()
+            if nxt is not None and _is_variable(nxt) and nxt not in ("(", "{"):
+                self.take()
+                self.symbols = True
+                argument = self.mp.mpf(_point(nxt.lstrip("\\")))
+            else:
+                argument = self.atom()
             return getattr(self.mp, _FUNCTIONS[token.lstrip("\\")])(argument)
         if _is_variable(token):
             self.symbols = True

@@ -122,6 +122,8 @@ _FUNCTIONS = frozenset(
     ]
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+# "0 or 2", "2 and 3" (spaces are gone by then: "0or2"): several answers in words
+_CONNECTIVE = re.compile(r"(?<![\\A-Za-z])(?:or|and)(?![A-Za-z])")
 # An equation's left side without letters (LaTeX commands aside): arithmetic, whose result is
 # the answer ("12+65+3=80" answers 80).
 _ARITHMETIC = re.compile(r"(?:[\d.,+\-*/()^{}\[\]]|\\(?:frac|cdot|times|div|sqrt)|\\[()])+")
@@ -212,6 +214,8 @@ def _valued(side: str) -> bool:
 def is_prose(text: str) -> bool:
     """Whether a normalised answer holds a word of three or more letters that is not a LaTeX
     command or function name (then it is compared as text, without case)."""
+    if _CONNECTIVE.search(text):
+        return True
     return any(w.lower() not in _FUNCTIONS for w in _WORD.findall(text))
 
 
