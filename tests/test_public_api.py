@@ -70,6 +70,7 @@ PUBLIC = {
         "LabelStore",
         "RunManifest",
         "StoredLabel",
+        "add_to_history",
         "check_labels_input",
         "human_consensus",
         "human_label_from_row",
@@ -80,6 +81,7 @@ PUBLIC = {
         "read_labels",
         "read_manifest",
         "read_status_index",
+        "run_dir_lock",
         "write_manifest",
     ],
     "misstep.prompts": [

@@ -19,7 +19,17 @@ trace only), are:
 - ``401``: HTTP 401, as a server whose API key does not match;
 - ``trickle``: a valid reply sent one byte every ``server.trickle_s`` seconds (for at most
   ``server.trickle_max_s``), so no single read ever times out. ``server.trickle_get`` makes
-  ``GET /v1/models`` trickle too.
+  ``GET /v1/models`` trickle too;
+- ``loop``: like vLLM under a JSON schema with greedy decoding, the reply loops on whitespace
+  until the token limit (``finish_reason: "length"``) when the request's temperature is 0;
+  a request with a temperature above 0 gets a valid reply;
+- ``too_long``: HTTP 400 with vLLM's message for a prompt longer than the context.
+
+Like vLLM, it keeps the schema's property order in the reply, fills every sampling field a
+request leaves unset from the model's defaults (``MODEL_DEFAULTS``, e.g. a repetition penalty
+of 1.05; what it used is in ``server.effective_sampling``), draws ``n`` choices, returns
+``server.reasoning`` (when set) in ``message.reasoning``, answers ``GET /version`` at the root
+and lists ``max_model_len`` in ``GET /v1/models``.
 """
 
 from __future__ import annotations
@@ -46,7 +56,20 @@ FAULT_MODES = (
     "schema",
     "bad_evidence",
     "trickle",
+    "loop",
+    "too_long",
 )
+MODEL_DEFAULTS: dict[str, float | int] = {
+    "top_p": 0.8,
+    "top_k": 20,
+    "min_p": 0.0,
+    "repetition_penalty": 1.05,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+}
+"""What the fake's model's generation_config.json would give a request that sets nothing."""
+VERSION = "0.33.0-fake"
+MAX_MODEL_LEN = 4096
 _MARKER = re.compile(r"FAKE_FAULT:([a-z0-9_]+?)(?:x(\d+))?\b")
 # Step prefixes a prompt may put before each numbered step; stripped to find verbatim trace text.
 _STEP_PREFIX = re.compile(r"^\s*(?:\[\d+\]|\(\d+\)|step\s*\d+\s*[:.)]|\d+\s*[:.)])\s*", re.I)
@@ -116,11 +139,17 @@ class FakeOpenAIServer:
         self.error_type: str | Callable[[dict[str, Any]], str] | None = None
         """error_type to answer (or a function of the request body); None takes the schema
         enum's first value."""
+        self.sample_error_type: Callable[[dict[str, Any], int], str] | None = None
+        """error_type of choice i of a request (for ``n`` > 1); overrides ``error_type``."""
         self.evidence: Callable[[str], str] = default_evidence
         """Builds the evidence quote from the user message."""
         self.record = True
         """Keep every request body in ``requests`` (off for the benchmark)."""
         self.requests: list[dict[str, Any]] = []
+        self.effective_sampling: list[dict[str, Any]] = []
+        """The sampling each chat request ran with: its own fields, the rest from defaults."""
+        self.reasoning: str | None = None
+        """Reasoning text returned in ``message.reasoning`` (a reasoning parser's output)."""
         self.count = 0
         self._marker_counts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -162,13 +191,16 @@ class FakeOpenAIServer:
         """Forget requests and faults between phases of a test."""
         with self._lock:
             self.requests.clear()
+            self.effective_sampling.clear()
             self.count = 0
             self._marker_counts.clear()
         self.fault = None
         self.faults_by_request = {}
         self.fail_first = 0
         self.error_type = None
+        self.sample_error_type = None
         self.evidence = default_evidence
+        self.reasoning = None
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -199,7 +231,19 @@ class FakeOpenAIServer:
                 self.requests.append(body)
         messages = body.get("messages", [])
         user_text = _user_text(messages)
+        sampling = {k: body.get(k, v) for k, v in MODEL_DEFAULTS.items()}
+        with self._lock:
+            self.effective_sampling.append(sampling)
         fault = self._choose_fault(number, user_text)
+        if fault == "too_long":
+            message = (
+                f"This model's maximum context length is {MAX_MODEL_LEN} tokens. However, you "
+                f"requested {MAX_MODEL_LEN + 1000} tokens in the messages. Please reduce the "
+                "length of the messages."
+            )
+            return 400, {"error": {"message": message, "type": "BadRequestError", "code": 400}}
+        if fault == "loop" and float(body.get("temperature", 1.0)) > 0:
+            fault = None  # sampling breaks the whitespace loop
         if fault in ("500", "503"):
             return int(fault), {"error": {"message": "fake server error", "type": "server_error"}}
         if fault == "401":
@@ -218,17 +262,19 @@ class FakeOpenAIServer:
             content = "I think the error is arithmetic, in step 2."
         elif fault == "truncated":
             content, finish = content[: len(content) // 2], "length"
+        elif fault == "loop":
+            content, finish = '{"first_error_step": 0,' + " " * 200, "length"
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if self.reasoning is not None:
+            message["reasoning"] = self.reasoning
         reply: dict[str, Any] = {
             "id": f"chatcmpl-{number}",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", self.models[0]),
             "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
+                {"index": i, "message": self._sample(message, body, i), "finish_reason": finish}
+                for i in range(max(1, int(body.get("n", 1))))
             ],
             "usage": {
                 "prompt_tokens": len(user_text) // 4,
@@ -239,6 +285,14 @@ class FakeOpenAIServer:
         if fault == "trickle":
             reply["_trickle"] = True  # popped by the handler, never sent
         return 200, reply
+
+    def _sample(self, message: dict[str, Any], body: dict[str, Any], i: int) -> dict[str, Any]:
+        """Choice i of a request: the same message, with its own error type when asked."""
+        if self.sample_error_type is None:
+            return dict(message)
+        label = json.loads(message["content"])
+        label["error_type"] = self.sample_error_type(body, i)
+        return {**message, "content": json.dumps(label)}
 
     def _label(self, body: dict[str, Any], user_text: str) -> dict[str, Any]:
         fmt = body.get("response_format") or {}
@@ -302,8 +356,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            data = [{"id": m, "object": "model", "owned_by": "fake"} for m in self.fake.models]
+            data = [
+                {"id": m, "object": "model", "owned_by": "fake", "max_model_len": MAX_MODEL_LEN}
+                for m in self.fake.models
+            ]
             self._send(200, {"object": "list", "data": data}, trickle=self.fake.trickle_get)
+        elif self.path.rstrip("/") == "/version":
+            self._send(200, {"version": VERSION})
         else:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 

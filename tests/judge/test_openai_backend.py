@@ -41,7 +41,9 @@ def _judge(server: FakeOpenAIServer, **kw: Any) -> OpenAIJudge:
     )
 
 
-def _request(text: str = "2 + 2 = 5, so the answer is 5", seed: int = 123) -> JudgeRequest:
+def _request(
+    text: str = "2 + 2 = 5, so the answer is 5", seed: int = 123, n: int = 1
+) -> JudgeRequest:
     trace = Trace(problem_id="p1", response=text)
     user = f"Problem: add.\n<trace>\n[0] {text}\n</trace>"
     return JudgeRequest(
@@ -50,6 +52,7 @@ def _request(text: str = "2 + 2 = 5, so the answer is 5", seed: int = 123) -> Ju
         steps=[text],
         messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
         seed=seed,
+        n=n,
     )
 
 
@@ -77,7 +80,19 @@ def test_valid_reply_is_ok_and_wire_format_is_json_schema(fake_openai: FakeOpenA
     assert "guided_json" not in body.get("extra_body", {})
     assert body["temperature"] == 0
     assert body["seed"] == 4242
-    assert body["max_tokens"] == 1024
+    assert body["max_completion_tokens"] == 1024
+    # every sampling field explicit, so the server fills none from the model's defaults
+    for name, value in {
+        "top_p": 1.0,
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+    }.items():
+        assert body[name] == value
+    assert fake_openai.effective_sampling[-1]["repetition_penalty"] == 1.0
+    assert "n" not in body
     assert body["model"] == "fake-judge"
     assert body["messages"][0] == {"role": "system", "content": SYSTEM}
 
@@ -163,7 +178,45 @@ def test_length_cut_reply_is_truncated_with_raw_reply(fake_openai: FakeOpenAISer
     assert result.raw_reply is not None
     assert result.raw_reply.startswith("{")
     assert not result.raw_reply.rstrip().endswith("}")
-    assert result.attempts == 1  # a re-ask would be cut at the same limit
+    # asked again once, with another seed and a small temperature, then stored as truncated
+    assert result.attempts == 2
+    first, second = fake_openai.chat_requests
+    assert first["temperature"] == 0 and second["temperature"] == 0.3
+    assert first["seed"] != second["seed"]
+    assert "again after one retry" in (result.reason or "")
+
+
+def test_a_greedy_whitespace_loop_is_broken_by_the_retry(fake_openai: FakeOpenAIServer) -> None:
+    # the fake loops on whitespace for a greedy request, as vLLM can under a JSON schema
+    result = _run(_judge(fake_openai), _request(text="FAKE_FAULT:loop 2 + 2 = 5"))
+    assert result.status is LabelStatus.OK
+    assert result.attempts == 2
+    assert [r["temperature"] for r in fake_openai.chat_requests] == [0, 0.3]
+
+
+def test_samples_come_in_one_request_with_n(fake_openai: FakeOpenAIServer) -> None:
+    judge = _judge(fake_openai, temperature=0.7)
+    result = _run(judge, _request(n=3))
+    [body] = fake_openai.chat_requests
+    assert body["n"] == 3 and body["temperature"] == 0.7
+    assert result.status is LabelStatus.OK
+    assert len(result.choices) == 2
+    assert all(c.status is LabelStatus.OK for c in result.choices)
+
+
+def test_reasoning_and_usage_are_kept(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.reasoning = "First I check step 0, then step 1."
+    result = _run(_judge(fake_openai), _request())
+    assert result.extra["reasoning"] == "First I check step 0, then step 1."
+    usage = result.extra["usage"]
+    assert isinstance(usage, dict) and usage["completion_tokens"] == 40
+
+
+def test_http_400_keeps_the_servers_message(fake_openai: FakeOpenAIServer) -> None:
+    result = _run(_judge(fake_openai), _request(text="FAKE_FAULT:too_long 2 + 2 = 5"))
+    assert result.status is LabelStatus.FAILED
+    assert result.attempts == 1  # a 400 is not retried
+    assert "maximum context length is 4096 tokens" in (result.reason or "")
 
 
 def test_per_request_fault(fake_openai: FakeOpenAIServer) -> None:

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 from misstep.judge import EVIDENCE_MAX_CHARS, label_json_schema, label_model
 from misstep.taxonomy import load_taxonomy
 
-FIELDS = ["error_type", "first_error_step", "evidence", "explanation", "confidence"]
+# the order the judge writes them in: the step, the quote and the reasoning before the category
+FIELDS = ["first_error_step", "evidence", "explanation", "error_type", "confidence"]
 
 
 def good(**over: object) -> dict[str, object]:

@@ -40,6 +40,13 @@ def test_current_vllm_gets_structured_outputs_older_gets_guided_decoding() -> No
         "temperature": 0.0,
         "max_tokens": 9,
         "seed": 3,
+        # neutral values, never the model's generation_config.json defaults
+        "top_p": 1.0,
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
     }
     old = structured_sampling_params(
         _module(False), schema=schema, temperature=0.0, max_tokens=9, seed=3

@@ -110,7 +110,7 @@ def test_manifest_is_written_atomically_and_read_back(tmp_path: Path) -> None:
     assert back is not None
     assert back.judge == "openai:m:1234"
     assert back.seed == 7
-    assert back.version == 1
+    assert back.version == 2
 
 
 def test_every_append_reaches_the_file_before_close(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
+from misstep.errors import LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, request_seed
-from misstep.labels import LabelStatus, read_labels, read_manifest
+from misstep.labels import LabelStatus, read_label_rows, read_labels, read_manifest
 from misstep.pipelines import LabelProgress, run_labeling
 from misstep.taxonomy import load_taxonomy
 from tests.conftest import REPO_ROOT
@@ -136,11 +137,12 @@ def test_faults_become_statuses_and_only_non_ok_are_retried(
     assert labels["t0"].evidence_verified is True
 
     # second run: t0 and t4 are ok and skipped; t1 now succeeds (its 500s are spent);
-    # t2 and t3 are asked again (2 requests for t2 with its re-ask, 1 for t3)
+    # t2 and t3 are asked again (2 requests for t2 with its re-ask, 2 for t3: a cut reply is
+    # retried once with another seed)
     before = fake.count
     summary = run_labeling(traces, run, _config(fake, max_retries=1), taxonomy=TAXONOMY)
     assert summary.resumed == 2
-    assert fake.count - before == 1 + 2 + 1
+    assert fake.count - before == 1 + 2 + 2
     labels = read_labels(run)
     assert labels["t1"].status is LabelStatus.OK
     assert summary.written_counts == {"ok": 1, "unparseable": 1, "truncated": 1}
@@ -166,22 +168,28 @@ def test_samples_store_the_majority_and_agreement(tmp_path: Path, fake: FakeOpen
     # t0: samples 0 and 2 say `second`, sample 1 says `first` -> second, agreement 2/3
     # t1: samples 0, 1 say `first`, sample 2 says `second` -> first, agreement 2/3
     plan = {
-        request_seed(0, "t0", 0): second,
-        request_seed(0, "t0", 1): first,
-        request_seed(0, "t0", 2): second,
-        request_seed(0, "t1", 0): first,
-        request_seed(0, "t1", 1): first,
-        request_seed(0, "t1", 2): second,
+        request_seed(0, "t0", 0): [second, first, second],
+        request_seed(0, "t1", 0): [first, first, second],
     }
-    fake.error_type = lambda body: plan[body["seed"]]
-    run_labeling(traces, run, _config(fake, samples=3), taxonomy=TAXONOMY)
+    fake.sample_error_type = lambda body, i: plan[body["seed"]][i]
+    run_labeling(traces, run, _config(fake, samples=3, temperature=0.7), taxonomy=TAXONOMY)
     labels = read_labels(run)
-    assert len(fake.chat_requests) == 6
+    # one request per trace draws the three samples (n = 3), sharing the prefill
+    assert len(fake.chat_requests) == 2
+    assert {r["n"] for r in fake.chat_requests} == {3}
+    assert {r["temperature"] for r in fake.chat_requests} == {0.7}
     assert labels["t0"].error_type == second
     assert labels["t1"].error_type == first
     assert labels["t0"].sample_agreement == pytest.approx(2 / 3)
     assert labels["t0"].samples == 3
-    assert labels["t0"].attempts == 3
+    assert labels["t0"].attempts == 1
+
+
+def test_samples_need_a_temperature_above_zero(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    traces, run = _write(tmp_path / "t.jsonl", [_row(0)]), tmp_path / "run"
+    with pytest.raises(OptionError, match="greedy samples are copies"):
+        run_labeling(traces, run, _config(fake, samples=3), taxonomy=TAXONOMY)
+    assert fake.count == 0 and not run.exists()
 
 
 def test_samples_tie_goes_to_the_first_key_in_taxonomy_order(
@@ -190,9 +198,8 @@ def test_samples_tie_goes_to_the_first_key_in_taxonomy_order(
     traces, run = _write(tmp_path / "t.jsonl", [_row(0)]), tmp_path / "run"
     first, third = TAXONOMY.keys[0], TAXONOMY.keys[2]
     # sample 0 says `third`, sample 1 says `first`: 1-1 tie -> `first` (earlier key)
-    plan = {request_seed(0, "t0", 0): third, request_seed(0, "t0", 1): first}
-    fake.error_type = lambda body: plan[body["seed"]]
-    run_labeling(traces, run, _config(fake, samples=2), taxonomy=TAXONOMY)
+    fake.sample_error_type = lambda body, i: [third, first][i]
+    run_labeling(traces, run, _config(fake, samples=2, temperature=0.5), taxonomy=TAXONOMY)
     label = read_labels(run)["t0"]
     assert label.error_type == first
     assert label.sample_agreement == pytest.approx(0.5)
@@ -274,3 +281,138 @@ def test_kill_9_in_the_middle_then_resume_loses_and_duplicates_nothing(
     ok_per_trace = Counter(r["trace_id"] for r in records if r["status"] == "ok")
     assert set(ok_per_trace.values()) == {1}  # none labelled twice
     assert len(records) == n + 1  # every record of the first run was kept and not redone
+
+
+def test_manifest_is_a_history_with_the_servers_own_word(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    traces, run = _write(tmp_path / "t.jsonl", [_row(0), _row(1)]), tmp_path / "run"
+    run_labeling(traces, run, _config(fake, batch_invariant=True), taxonomy=TAXONOMY)
+    first = read_manifest(run)
+    assert first is not None and first.history == []
+    assert first.server == {
+        "url": fake.base_url,
+        "version": "0.33.0-fake",  # GET /version, at the root beside /v1
+        "max_model_len": 4096,  # from GET /v1/models
+        "batch_invariant": True,  # as the user declared it
+    }
+    run_labeling(traces, run, _config(fake, batch_invariant=True), taxonomy=TAXONOMY)
+    second = read_manifest(run)
+    assert second is not None and len(second.history) == 1
+    assert second.history[0]["created_at"] == first.created_at
+    assert second.history[0]["judge"] == first.judge == second.judge
+
+
+def test_a_second_judge_configuration_is_refused_unless_asked(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    traces, run = _write(tmp_path / "t.jsonl", [_row(0), _row(1)]), tmp_path / "run"
+    run_labeling(traces, run, _config(fake), taxonomy=TAXONOMY)
+    first = read_manifest(run)
+    assert first is not None
+    lines = (run / "labels.jsonl").read_bytes()
+    # another token budget is another configuration: another judge id
+    other = _config(fake, max_trace_tokens=500)
+    with pytest.raises(LabelStoreError, match="made by judge"):
+        run_labeling(traces, run, other, taxonomy=TAXONOMY)
+    assert (run / "labels.jsonl").read_bytes() == lines  # nothing written
+    summary = run_labeling(traces, run, other, taxonomy=TAXONOMY, add_judge=True)
+    assert summary.judge != first.judge
+    # the two sit side by side; an analysis must choose one
+    with pytest.raises(LabelStoreError, match="2 judge configurations"):
+        read_labels(run)
+    assert {lab.judge for lab in read_labels(run, judge=first.judge).values()} == {first.judge}
+    assert len(read_label_rows(run, judge=summary.judge)) == 2
+
+
+def test_the_judge_id_covers_what_changes_a_label() -> None:
+    from misstep.judge import judge_id, label_json_schema
+    from misstep.prompts import prompt_hash
+
+    base = JudgeConfig(backend="openai", model="m")
+    schema = label_json_schema(TAXONOMY)
+    ids = {
+        judge_id(c, TAXONOMY.hash, prompt_hash(), schema)
+        for c in (
+            base,
+            base.model_copy(update={"temperature": 0.5}),
+            base.model_copy(update={"max_tokens": 99}),
+            base.model_copy(update={"max_trace_tokens": 99}),
+            base.model_copy(update={"reasoning_effort": "low"}),
+            base.model_copy(update={"chat_template_kwargs": {"enable_thinking": False}}),
+            base.model_copy(update={"engine_args": {"tensor_parallel_size": 2}}),
+        )
+    }
+    ids.add(judge_id(base, TAXONOMY.hash, prompt_hash(), {**schema, "x": 1}))
+    assert len(ids) == 8
+
+
+def test_tokens_and_reasoning_are_stored_and_summed(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    fake.reasoning = "Step 0 is fine; step 1 adds wrongly."
+    traces, run = _write(tmp_path / "t.jsonl", [_row(0), _row(1)]), tmp_path / "run"
+    summary = run_labeling(traces, run, _config(fake), taxonomy=TAXONOMY)
+    labels = read_labels(run)
+    assert labels["t0"].reasoning == "Step 0 is fine; step 1 adds wrongly."
+    assert labels["t0"].completion_tokens == 40  # the fake's usage count per request
+    assert labels["t0"].prompt_tokens is not None and labels["t0"].prompt_tokens > 0
+    assert summary.completion_tokens == 80
+    assert summary.prompt_tokens == sum(lab.prompt_tokens or 0 for lab in labels.values())
+
+
+def test_a_second_label_process_is_refused_by_the_lock(tmp_path: Path) -> None:
+    from misstep.labels import run_dir_lock
+
+    run = tmp_path / "run"
+    with run_dir_lock(run):
+        with (
+            pytest.raises(LabelStoreError, match="another `misstep label` is writing"),
+            run_dir_lock(run),
+        ):
+            pass
+        # and from another process too
+        code = (
+            "import sys\nfrom misstep.labels import run_dir_lock\n"
+            "from misstep.errors import LabelStoreError\n"
+            "try:\n    with run_dir_lock(sys.argv[1]): pass\n"
+            "except LabelStoreError as e:\n    print(e); sys.exit(3)\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(run)], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 3 and f"pid {os.getpid()}" in out.stdout
+    with run_dir_lock(run):  # released
+        pass
+
+
+def test_several_servers_share_the_work_and_a_dead_one_is_dropped(tmp_path: Path) -> None:
+    from misstep.judge import create_judge
+
+    rows = [_row(i) for i in range(24)]
+    traces = _write(tmp_path / "t.jsonl", rows)
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        config = JudgeConfig(
+            backend="openai", base_url=a.base_url, extra_base_urls=[b.base_url], concurrency=4
+        )
+        summary = run_labeling(traces, tmp_path / "run", config, taxonomy=TAXONOMY)
+        assert summary.status_counts == {"ok": 24}
+        assert a.count > 0 and b.count > 0  # both did some of it
+        assert a.count + b.count == 24
+        manifest = read_manifest(tmp_path / "run")
+        assert manifest is not None
+        assert [s["url"] for s in manifest.server["servers"]] == [a.base_url, b.base_url]
+
+        # b dies after the judge was built: its requests go to a, and it is dropped
+        judge = create_judge(config, TAXONOMY)
+        b_url = b.base_url
+        b.stop()
+        notices: list[str] = []
+
+        def seen(state: LabelProgress) -> None:
+            notices.extend(state.notices)
+            state.notices.clear()
+
+        summary = run_labeling(
+            traces, tmp_path / "run2", config, taxonomy=TAXONOMY, judge=judge, progress=seen
+        )
+        assert summary.status_counts == {"ok": 24}
+        assert any(b_url in n and "dropped" in n for n in notices)

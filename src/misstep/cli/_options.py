@@ -21,6 +21,7 @@ __all__ = [
     "HumanOpt",
     "InputFormat",
     "InputFormatOpt",
+    "JudgeIdOpt",
     "KOpt",
     "LabelSubsetOpt",
     "LabelsOpt",
@@ -90,6 +91,15 @@ LabelsOpt = Annotated[
     Path,
     typer.Option(
         "--labels", metavar="RUN_DIR", help="Run directory (or labels.jsonl) of `misstep label`."
+    ),
+]
+JudgeIdOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-id",
+        metavar="ID",
+        help="Use the labels of this judge configuration, when the run directory holds several "
+        "(misstep label --add-judge).",
     ),
 ]
 LabelSubsetOpt = Annotated[

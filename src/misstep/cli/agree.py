@@ -13,6 +13,7 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._options import (
     InputFormatOpt,
+    JudgeIdOpt,
     LabelSubsetOpt,
     NoCacheOpt,
     RegradeOpt,
@@ -324,6 +325,7 @@ def sample(
     skip_invalid: SkipInvalidOpt = False,
     no_cache: NoCacheOpt = False,
     labels_from_other_input: LabelSubsetOpt = False,
+    judge_id: JudgeIdOpt = None,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
     from misstep.agreement import STRATA_FIELDS
@@ -357,7 +359,7 @@ def sample(
     from misstep.taxonomy import load_taxonomy
 
     tax = load_taxonomy(taxonomy)
-    stored = read_labels(labels)
+    stored = read_labels(labels, judge=judge_id)
     check_labels_input(
         labels,
         stored,
@@ -444,6 +446,7 @@ def summary_error_section(
     labels: Path,
     labels_from_other_input: bool,
     human: list[Path],
+    judge_id: str | None = None,
     plot: Path | None,
     pool_datasets: bool,
     seed: int,
@@ -460,7 +463,9 @@ def summary_error_section(
     from misstep.taxonomy import load_taxonomy
 
     keys = load_taxonomy(None).keys
-    stored = read_label_rows(labels)  # status and type only: memory never grows with text
+    stored = read_label_rows(
+        labels, judge=judge_id
+    )  # status and type only: memory never grows with text
     outside = check_labels_input(
         labels,
         stored,

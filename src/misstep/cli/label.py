@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -83,12 +84,42 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         f"{summary.resumed} already labelled, {summary.rejected} rejected, "
         f"{summary.calls} judge requests in {summary.seconds:.1f} s"
     )
+    if summary.prompt_tokens or summary.completion_tokens:
+        console.print(
+            f"tokens this run: {summary.prompt_tokens:,} prompt, "
+            f"{summary.completion_tokens:,} completion (as the server counted them)"
+        )
     not_ok = sum(summary.status_counts.get(s, 0) for s in ("unparseable", "truncated", "failed"))
     if not_ok:
         console.print(
             f"[yellow]{not_ok} trace(s) have no label yet; run the same command again to "
             "retry them.[/]"
         )
+
+
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(option=option, value=text, allowed=f"a JSON object ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise OptionError(option=option, value=text, allowed="a JSON object, {...}")
+    return value
+
+
+def _engine_args(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(option="--engine-arg", value=item, allowed="KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
 
 
 @handles_errors
@@ -109,11 +140,12 @@ def label(
         ),
     ] = "rules",
     base_url: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--base-url",
             metavar="URL",
-            help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1.",
+            help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeat it for several "
+            "servers of the same model (requests go to the least busy, a dead one is dropped).",
         ),
     ] = None,
     model: Annotated[
@@ -143,8 +175,68 @@ def label(
     ] = 3,
     samples: Annotated[
         int,
-        typer.Option("--samples", metavar="INT", min=1, help="Judge samples per trace (majority)."),
+        typer.Option(
+            "--samples",
+            metavar="INT",
+            min=1,
+            help="Judge samples per trace, drawn in one request (majority); needs --temperature "
+            "above 0.",
+        ),
     ] = 1,
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Judge sampling temperature."),
+    ] = 0.0,
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens",
+            metavar="INT",
+            min=1,
+            help="Longest judge reply in tokens (reasoning included, for reasoning models).",
+        ),
+    ] = 1024,
+    reasoning_effort: Annotated[
+        str | None,
+        typer.Option(
+            "--reasoning-effort",
+            metavar="LEVEL",
+            help="Sent to reasoning models: low, medium, high.",
+        ),
+    ] = None,
+    chat_template_kwargs: Annotated[
+        str | None,
+        typer.Option(
+            "--chat-template-kwargs",
+            metavar="JSON",
+            help="Chat-template arguments, e.g. '{\"enable_thinking\": false}'.",
+        ),
+    ] = None,
+    engine_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--engine-arg",
+            metavar="KEY=VALUE",
+            help="vllm backend: an engine setting (tensor_parallel_size=2, max_model_len=16384); "
+            "repeatable. VALUE is read as JSON when it parses, else as text.",
+        ),
+    ] = None,
+    batch_invariant: Annotated[
+        bool,
+        typer.Option(
+            "--batch-invariant",
+            metavar="",
+            help="Record that the server runs with VLLM_BATCH_INVARIANT=1 (not checkable).",
+        ),
+    ] = False,
+    add_judge: Annotated[
+        bool,
+        typer.Option(
+            "--add-judge",
+            metavar="",
+            help="Label into a run directory that holds another judge configuration's labels.",
+        ),
+    ] = False,
     seed: SeedOpt = 0,
     include_correct: Annotated[
         bool,
@@ -202,11 +294,22 @@ def label(
         raise OptionError(
             option="--judge", value=judge, allowed="one of " + ", ".join(available_judges())
         )
+    if samples > 1 and temperature <= 0:
+        raise OptionError(
+            option="--samples",
+            value=samples,
+            allowed="1 at temperature 0: greedy samples are copies of one another, so their "
+            "agreement would always be 1",
+            hint="pass --temperature above 0 (e.g. --temperature 0.7) with --samples",
+        )
+    template_kwargs = _json_object(chat_template_kwargs, "--chat-template-kwargs")
+    engine_args = _engine_args(engine_arg or [])
     tax = load_taxonomy(taxonomy)
     config = JudgeConfig(
         backend=judge,
         model=model,
-        base_url=base_url,
+        base_url=base_url[0] if base_url else None,
+        extra_base_urls=list(base_url[1:]) if base_url else [],
         taxonomy_path=str(taxonomy) if taxonomy is not None else None,
         timeout_s=timeout,
         deadline_s=deadline,
@@ -215,6 +318,12 @@ def label(
         samples=samples,
         seed=seed,
         max_trace_tokens=max_trace_tokens,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        reasoning_effort=reasoning_effort,
+        chat_template_kwargs=template_kwargs,
+        engine_args=engine_args,
+        batch_invariant=batch_invariant,
     )
     # Build (and probe) the judge before the progress bar: a dead server fails at once.
     backend = create_judge(config, tax)
@@ -237,6 +346,8 @@ def label(
 
         def on_progress(state: LabelProgress) -> None:
             nonlocal last
+            while state.notices:
+                bar.console.print(f"[yellow]{state.notices.pop(0)}[/]", highlight=False)
             now = time.monotonic()
             if now - last < 0.1:  # redraw at most 10 times a second
                 return
@@ -266,6 +377,7 @@ def label(
             skip_invalid=skip_invalid,
             progress=on_progress,
             judge=backend,
+            add_judge=add_judge,
         )
         final_state = LabelProgress(done=summary.traces, resumed=summary.resumed)
         final_state.status_counts.update(summary.written_counts)

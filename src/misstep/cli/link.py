@@ -15,6 +15,7 @@ from misstep.cli._options import (
     GroupBy,
     HumanOpt,
     InputFormatOpt,
+    JudgeIdOpt,
     KOpt,
     LabelsOpt,
     LabelSubsetOpt,
@@ -61,6 +62,7 @@ def _analyse(
     labels_from_other_input: bool,
     seed: int,
     by: GroupBy | None = None,
+    judge_id: str | None = None,
 ) -> RunAnalysis:
     ks = parse_ks(k) or [1, 4, 16]
     check_input(labels, "--labels")
@@ -102,6 +104,7 @@ def _analyse(
             ks=ks,
             seed=seed,
             labels_from_other_input=labels_from_other_input,
+            judge_id=judge_id,
             by=by.value if by is not None else None,
             on_stage=on_stage,
         )
@@ -230,6 +233,7 @@ def register(app: typer.Typer) -> None:
         skip_invalid: SkipInvalidOpt = False,
         no_cache: NoCacheOpt = False,
         labels_from_other_input: LabelSubsetOpt = False,
+        judge_id: JudgeIdOpt = None,
         seed: SeedOpt = 0,
         by: Annotated[
             GroupBy | None,
@@ -252,6 +256,7 @@ def register(app: typer.Typer) -> None:
             skip_invalid=skip_invalid,
             no_cache=no_cache,
             labels_from_other_input=labels_from_other_input,
+            judge_id=judge_id,
             seed=seed,
             by=by,
         )
@@ -281,6 +286,7 @@ def register(app: typer.Typer) -> None:
         skip_invalid: SkipInvalidOpt = False,
         no_cache: NoCacheOpt = False,
         labels_from_other_input: LabelSubsetOpt = False,
+        judge_id: JudgeIdOpt = None,
         seed: SeedOpt = 0,
         by: Annotated[
             GroupBy | None,
@@ -304,6 +310,7 @@ def register(app: typer.Typer) -> None:
             skip_invalid=skip_invalid,
             no_cache=no_cache,
             labels_from_other_input=labels_from_other_input,
+            judge_id=judge_id,
             seed=seed,
             by=by,
         )

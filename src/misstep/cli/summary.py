@@ -22,6 +22,7 @@ from misstep.cli._options import (
     GroupBy,
     HumanOpt,
     InputFormatOpt,
+    JudgeIdOpt,
     KOpt,
     LabelSubsetOpt,
     NoCacheOpt,
@@ -185,6 +186,7 @@ def summary(
         ),
     ] = None,
     labels_from_other_input: LabelSubsetOpt = False,
+    judge_id: JudgeIdOpt = None,
     human: HumanOpt = None,
     plot: Annotated[
         Path | None,
@@ -239,6 +241,7 @@ def summary(
             records,
             labels=labels,
             labels_from_other_input=labels_from_other_input,
+            judge_id=judge_id,
             human=human or [],
             plot=plot,
             pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0,

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["JudgeConfig", "judge_id", "request_seed"]
+__all__ = ["NEUTRAL_SAMPLING", "RETRY_TEMPERATURE", "JudgeConfig", "judge_id", "request_seed"]
+
+NEUTRAL_SAMPLING: dict[str, float | int] = {
+    "top_p": 1.0,
+    "top_k": -1,
+    "min_p": 0.0,
+    "repetition_penalty": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+}
+"""Sent on every request: a field left unset is filled by vLLM from the model's
+``generation_config.json`` (a repetition penalty of 1.05, say, which works against quoting the
+trace verbatim), so the same model would label differently on the server and offline."""
+RETRY_TEMPERATURE = 0.3
+"""Temperature of the one retry of a reply cut at the token limit (when the run's own is
+lower): greedy decoding under a JSON schema can loop on whitespace, and the same greedy request
+would loop again."""
 
 
 class JudgeConfig(BaseModel):
@@ -21,6 +39,9 @@ class JudgeConfig(BaseModel):
     """Model name the backend asks for (served name for ``openai``, HF id for ``vllm``)."""
     base_url: str | None = None
     """Base URL of an OpenAI-compatible server, e.g. ``http://127.0.0.1:8000/v1``."""
+    extra_base_urls: list[str] = Field(default_factory=list)
+    """More servers of the same model: requests go to the least busy; one that keeps failing
+    is dropped and its requests go to the others."""
     taxonomy_path: str | None = None
     """Taxonomy YAML file; None for the built-in ``math-v1``."""
     temperature: float = Field(default=0.0, ge=0.0)
@@ -42,31 +63,61 @@ class JudgeConfig(BaseModel):
     """Global seed; per-request seeds derive from it, the trace id and the attempt."""
     max_trace_tokens: int = Field(default=6000, ge=1)
     """Token budget for the numbered steps in the prompt (estimated as characters / 4)."""
+    reasoning_effort: str | None = None
+    """``reasoning_effort`` sent to reasoning models (``low``, ``medium``, ``high``), or None."""
+    chat_template_kwargs: dict[str, Any] | None = None
+    """Arguments for the model's chat template (``{"enable_thinking": false}``), or None."""
+    engine_args: dict[str, Any] = Field(default_factory=dict)
+    """Engine settings of the offline ``vllm`` backend (``tensor_parallel_size``,
+    ``max_model_len``, ``gpu_memory_utilization``...), passed to ``vllm.LLM``."""
+    batch_invariant: bool = False
+    """The user says the server runs with ``VLLM_BATCH_INVARIANT=1`` (recorded, not checked:
+    the server does not report it)."""
+
+    def sampling(self) -> dict[str, Any]:
+        """Every sampling field that changes a label: the neutral ones, and the run's own."""
+        return {
+            **NEUTRAL_SAMPLING,
+            "temperature": float(self.temperature),
+            "max_tokens": self.max_tokens,
+            "n": self.samples,
+            "seed": self.seed,
+            "reasoning_effort": self.reasoning_effort,
+            "chat_template_kwargs": self.chat_template_kwargs,
+        }
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def judge_id(config: JudgeConfig, taxonomy_hash: str, prompt_hash: str) -> str:
+def judge_id(
+    config: JudgeConfig,
+    taxonomy_hash: str,
+    prompt_hash: str,
+    schema: dict[str, Any] | None = None,
+) -> str:
     """A short readable id of a judge configuration.
 
     Without a model: ``rules:tx<6 hex of taxonomy>:pr<4 hex of prompt>``. With a model:
-    ``<backend>:<model basename>:<8 hex>`` where the hex covers backend, model, taxonomy hash,
-    prompt hash, temperature, max_tokens, samples and seed.
+    ``<backend>:<model basename>:<8 hex>`` where the hex covers everything that changes a
+    label: backend, model, taxonomy hash, prompt hash, the JSON schema sent, every sampling
+    field (``JudgeConfig.sampling``), the trace token budget and the engine settings.
     """
     if config.model is None:
         return f"{config.backend}:tx{taxonomy_hash[:6]}:pr{prompt_hash[:4]}"
-    material = "|".join(
-        [
-            config.backend,
-            config.model,
-            taxonomy_hash,
-            prompt_hash,
-            repr(float(config.temperature)),
-            str(config.max_tokens),
-            str(config.samples),
-            str(config.seed),
-        ]
+    material = json.dumps(
+        {
+            "backend": config.backend,
+            "model": config.model,
+            "taxonomy": taxonomy_hash,
+            "prompt": prompt_hash,
+            "schema": schema,
+            "sampling": config.sampling(),
+            "max_trace_tokens": config.max_trace_tokens,
+            "engine_args": config.engine_args,
+        },
+        sort_keys=True,
+        default=str,
     )
     digest = hashlib.sha256(material.encode("utf-8")).hexdigest()[:8]
     name = _UNSAFE.sub("-", config.model.rstrip("/").rsplit("/", 1)[-1]) or "model"

@@ -19,6 +19,7 @@ import asyncio
 import json
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -26,6 +27,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from misstep.errors import JudgeUnavailableError, OptionError
+from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
 from misstep.judge._protocol import JudgeRequest, JudgeResult
 from misstep.judge._retry import backoff_delay
 from misstep.labels._record import LabelStatus
@@ -34,7 +36,16 @@ if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIJudge", "create_openai_judge", "probe_server"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "OpenAIJudge",
+    "create_openai_judge",
+    "probe_models",
+    "probe_server",
+    "request_body",
+    "results_from_completion",
+    "server_version",
+]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 PROBE_TIMEOUT_S = 5.0
@@ -69,7 +80,13 @@ def _get_within(url: str, timeout: float) -> tuple[int, bytes]:
 
 
 def probe_server(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> list[str]:
-    """GET ``{base_url}/models`` and return the served model ids.
+    """GET ``{base_url}/models`` and return the served model ids (see ``probe_models``)."""
+    return [str(card["id"]) for card in probe_models(base_url, timeout)]
+
+
+def probe_models(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> list[dict[str, Any]]:
+    """GET ``{base_url}/models`` and return the served model cards (``id``, and with vLLM
+    ``max_model_len``).
 
     Raises JudgeUnavailableError (naming the URL and how to start vLLM) when the server is
     down, slow, answers an error, or does not answer like an OpenAI-compatible server.
@@ -97,12 +114,27 @@ def probe_server(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> list[str]:
         )
     try:
         data = json.loads(body)["data"]
-        models = [str(item["id"]) for item in data]
+        cards = [dict(item) for item in data if isinstance(item["id"], str)]
     except (ValueError, KeyError, TypeError):
         raise JudgeUnavailableError(
             url=base_url, reason=f"GET {url} did not answer an OpenAI model list"
         ) from None
-    return models
+    return cards
+
+
+def server_version(base_url: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """The server's own version: vLLM answers ``GET /version`` at the root of its URL (beside
+    ``/v1``). None when the server has no such route or does not answer in time."""
+    root = base_url.rstrip("/")
+    root = root[: -len("/v1")] if root.endswith("/v1") else root
+    try:
+        status, body = _get_within(root + "/version", timeout)
+        if status != 200:
+            return None
+        version = json.loads(body).get("version")
+    except (httpx.HTTPError, TimeoutError, ValueError, AttributeError):
+        return None
+    return str(version) if version is not None else None
 
 
 def choose_model(base_url: str, asked: str | None, served: list[str]) -> str:
@@ -144,6 +176,10 @@ class OpenAIJudge:
         max_reasks: int = MAX_REASKS,
         backoff_base_s: float = 0.5,
         server_model: str | None = None,
+        reasoning_effort: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        server_info: dict[str, Any] | None = None,
+        extra_base_urls: tuple[str, ...] = (),
     ) -> None:
         self.base_url = base_url
         self.model = model
@@ -151,12 +187,19 @@ class OpenAIJudge:
         """The model id the server reported, for the manifest."""
         self._judge_id = judge_id
         self._label_type = label_type
-        self._response_format = {
+        self._response_format: dict[str, Any] = {
             "type": "json_schema",
             "json_schema": {"name": label_type.__name__, "schema": schema},
         }
         self._temperature = temperature
         self._max_tokens = max_tokens
+        self._reasoning_effort = reasoning_effort
+        self._chat_template_kwargs = chat_template_kwargs
+        self.server_info: dict[str, Any] = server_info or {}
+        """What the server said of itself (``GET /version``, ``max_model_len``), for the
+        manifest."""
+        self.supports_n = True
+        """One request draws all the samples of a trace (``n``)."""
         self._max_retries = max_retries
         self._deadline_s = deadline_s
         self._max_reasks = max_reasks
@@ -167,60 +210,137 @@ class OpenAIJudge:
             max_connections=max(64, 2 * concurrency),
             max_keepalive_connections=max(32, 2 * concurrency),
         )
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            api_key=_api_key(),
-            timeout=timeout_s,
-            max_retries=0,  # misstep retries itself, with its own backoff and accounting
-            http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s),
-        )
+        self._servers = [
+            _Server(
+                url,
+                openai.AsyncOpenAI(
+                    base_url=url,
+                    api_key=_api_key(),
+                    timeout=timeout_s,
+                    max_retries=0,  # misstep retries itself, with its own backoff and accounting
+                    http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s),
+                ),
+            )
+            for url in (base_url, *extra_base_urls)
+        ]
+        self.notices: list[str] = []
+        """Messages for the user (a server dropped); the pipeline prints and clears them."""
 
     @property
     def judge_id(self) -> str:
         return self._judge_id
 
-    async def aclose(self) -> None:
-        await self._client.close()
+    @property
+    def base_urls(self) -> list[str]:
+        """The servers still in use."""
+        return [server.url for server in self._servers if not server.dropped]
 
-    async def _create(self, messages: list[dict[str, str]], seed: int) -> Any:
+    async def aclose(self) -> None:
+        for server in self._servers:
+            await server.client.close()
+
+    def _pick(self) -> _Server:
+        """The live server that failed least recently and has the fewest requests in flight
+        (ties: the first listed): a retry after a failure goes to another server."""
+        live = [server for server in self._servers if not server.dropped]
+        return min(live or self._servers, key=lambda server: (server.failures, server.in_flight))
+
+    def _failed(self, server: _Server, refused: bool) -> bool:
+        """A failed request on ``server``: a refused connection drops it at once, missed
+        deadlines after ``DROP_AFTER_FAILURES`` in a row (a busy server is slow, not dead);
+        never the last server alive. True when the request should go to another server now."""
+        server.failures += 1
+        live = [s for s in self._servers if not s.dropped]
+        if server.dropped or len(live) < 2:
+            return False
+        if refused or server.failures >= DROP_AFTER_FAILURES:
+            server.dropped = True
+            why = "refused the connection" if refused else f"failed {server.failures} times"
+            self.notices.append(
+                f"judge server {server.url} {why}: dropped, its requests go to the "
+                f"{len(live) - 1} other server(s)"
+            )
+            return True
+        return False
+
+    async def _create(
+        self, messages: list[dict[str, str]], seed: int, temperature: float, n: int
+    ) -> Any:
         # The client's low-level ``post`` sends this body as is and returns the JSON: the
         # typed ``chat.completions.create`` walks every request (the whole JSON schema) and
         # builds a model of every reply, which cost more CPU than the rest of a label
         # together. Same endpoint, same wire format, same errors and timeouts.
-        body = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self._temperature,
-            "max_tokens": self._max_tokens,
-            "seed": seed,
-            "response_format": self._response_format,
-        }
+        # Every sampling field explicit: vLLM fills an unset one from the model's
+        # generation_config.json (see NEUTRAL_SAMPLING).
+        body = request_body(
+            model=self.model,
+            messages=messages,
+            schema=self._response_format["json_schema"]["schema"],
+            temperature=temperature,
+            max_tokens=self._max_tokens,
+            seed=seed,
+            n=n,
+            reasoning_effort=self._reasoning_effort,
+            chat_template_kwargs=self._chat_template_kwargs,
+        )
+        server = self._pick()
+        server.in_flight += 1
         try:
             # A total deadline: httpx's timeout is per read, and a server that trickles one
             # byte at a time never trips it.
-            return await asyncio.wait_for(
-                self._client.post("/chat/completions", cast_to=object, body=body),
+            reply = await asyncio.wait_for(
+                server.client.post("/chat/completions", cast_to=object, body=body),
                 self._deadline_s,
             )
         except TimeoutError:
+            if self._failed(server, refused=False):
+                raise _Failover from None
             raise _DeadlineExceeded(self._deadline_s) from None
+        except openai.APITimeoutError:
+            if self._failed(server, refused=False):
+                raise _Failover from None
+            raise
+        except openai.APIConnectionError:
+            if self._failed(server, refused=True):
+                raise _Failover from None
+            raise
+        finally:
+            server.in_flight -= 1
+        server.failures = 0
+        server.served += 1
+        return reply
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
-        """Label one trace; never raises for a bad reply or an unreachable server."""
+        """Label one trace; never raises for a bad reply or an unreachable server.
+
+        A reply cut at the token limit is asked again once, with another seed and a
+        temperature of at least ``RETRY_TEMPERATURE`` (a greedy request that looped on
+        whitespace would loop again), before it is stored as ``truncated``. With ``n`` > 1
+        the samples come in one request and are validated one by one (no re-ask)."""
         start = time.perf_counter()
         messages = list(request.messages)
         attempts = 0
         retries = 0
         reasks = 0
+        cut_retried = False
+        seed = request.seed
+        temperature = self._temperature
+        usage_total: dict[str, int] = {}
 
         def result(status: LabelStatus, **kw: Any) -> JudgeResult:
             elapsed = (time.perf_counter() - start) * 1000.0
-            return JudgeResult(status=status, attempts=attempts, latency_ms=elapsed, **kw)
+            extra = kw.pop("extra", {})
+            extra["usage"] = dict(usage_total)
+            return JudgeResult(
+                status=status, attempts=attempts, latency_ms=elapsed, extra=extra, **kw
+            )
 
         while True:
             attempts += 1
             try:
-                completion = await self._create(messages, request.seed)
+                completion = await self._create(messages, seed, temperature, request.n)
+            except _Failover:
+                continue  # the server was dropped: straight to another, not a retry
             except (*_RETRYABLE, _DeadlineExceeded) as exc:
                 if retries >= self._max_retries:
                     down = (
@@ -248,9 +368,8 @@ class OpenAIJudge:
                 )
 
             try:
-                choice = completion["choices"][0]
-                raw = choice["message"].get("content") or ""
-                finish = choice.get("finish_reason")
+                choices = completion["choices"]
+                parsed = [_choice(c) for c in choices]
                 usage = completion.get("usage") or {}
             except (TypeError, KeyError, IndexError, AttributeError):
                 return result(
@@ -258,12 +377,39 @@ class OpenAIJudge:
                     raw_reply=str(completion)[:2000],
                     reason="the server's answer is not a chat completion",
                 )
+            for key in ("prompt_tokens", "completion_tokens"):
+                value = usage.get(key)
+                if isinstance(value, int):
+                    usage_total[key] = usage_total.get(key, 0) + value
+            if not parsed:
+                return result(LabelStatus.FAILED, reason="the server answered no choice")
+            if request.n > 1:
+                samples = [
+                    self._validate(raw, finish, reasoning) for raw, finish, reasoning in parsed
+                ]
+                first = samples[0]
+                return result(
+                    first.status,
+                    label=first.label,
+                    raw_reply=first.raw_reply,
+                    reason=first.reason,
+                    extra=dict(first.extra),
+                    choices=samples[1:],
+                )
+            raw, finish, reasoning = parsed[0]
+            extra: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
             if finish == "length":
+                if not cut_retried:
+                    cut_retried = True
+                    seed = (seed + 1_000_003) & 0x7FFFFFFF
+                    temperature = max(temperature, RETRY_TEMPERATURE)
+                    continue
                 return result(
                     LabelStatus.TRUNCATED,
                     raw_reply=raw,
-                    reason=f"reply cut at max_tokens={self._max_tokens}",
-                    extra={"usage": usage},
+                    reason=f"reply cut at max_tokens={self._max_tokens}, again after one "
+                    f"retry at temperature {temperature:g} with another seed",
+                    extra=extra,
                 )
             try:
                 label = self._label_type.model_validate_json(raw)
@@ -274,7 +420,7 @@ class OpenAIJudge:
                         LabelStatus.UNPARSEABLE,
                         raw_reply=raw,
                         reason=f"{problem} (after {reasks} re-ask(s))",
-                        extra={"usage": usage},
+                        extra=extra,
                     )
                 reasks += 1
                 messages = [
@@ -287,7 +433,141 @@ class OpenAIJudge:
                     },
                 ]
                 continue
-            return result(LabelStatus.OK, label=label, raw_reply=None, extra={"usage": usage})
+            return result(LabelStatus.OK, label=label, raw_reply=None, extra=extra)
+
+    def _validate(self, raw: str, finish: str | None, reasoning: str | None) -> JudgeResult:
+        """One sample of an ``n`` > 1 request, on its own."""
+        extra: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
+        if finish == "length":
+            return JudgeResult(
+                status=LabelStatus.TRUNCATED,
+                raw_reply=raw,
+                reason=f"reply cut at max_tokens={self._max_tokens}",
+                extra=extra,
+            )
+        try:
+            label = self._label_type.model_validate_json(raw)
+        except ValidationError as exc:
+            return JudgeResult(
+                status=LabelStatus.UNPARSEABLE, raw_reply=raw, reason=_summarise(exc), extra=extra
+            )
+        return JudgeResult(status=LabelStatus.OK, label=label, extra=extra)
+
+
+def results_from_completion(
+    completion: Any, label_type: type[BaseModel], max_tokens: int
+) -> list[JudgeResult]:
+    """One result per choice of a chat completion, validated as the live path validates a
+    reply: a choice cut at the token limit is ``truncated``, one that does not fit the schema
+    ``unparseable`` (no re-ask: the request is not ours to repeat), else ``ok``. Each carries
+    its reasoning; the first carries the completion's token usage. Used to ingest the replies
+    of ``vllm run-batch``."""
+    try:
+        parsed = [_choice(c) for c in completion["choices"]]
+        usage = completion.get("usage") or {}
+    except (TypeError, KeyError, IndexError, AttributeError):
+        return [
+            JudgeResult(
+                status=LabelStatus.FAILED,
+                raw_reply=str(completion)[:2000],
+                reason="the reply is not a chat completion",
+            )
+        ]
+    if not parsed:
+        return [JudgeResult(status=LabelStatus.FAILED, reason="the reply has no choice")]
+    results: list[JudgeResult] = []
+    for raw, finish, reasoning in parsed:
+        extra: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
+        if finish == "length":
+            results.append(
+                JudgeResult(
+                    status=LabelStatus.TRUNCATED,
+                    raw_reply=raw,
+                    reason=f"reply cut at max_tokens={max_tokens}",
+                    extra=extra,
+                )
+            )
+            continue
+        try:
+            label = label_type.model_validate_json(raw)
+        except ValidationError as exc:
+            results.append(
+                JudgeResult(
+                    status=LabelStatus.UNPARSEABLE,
+                    raw_reply=raw,
+                    reason=_summarise(exc),
+                    extra=extra,
+                )
+            )
+            continue
+        results.append(JudgeResult(status=LabelStatus.OK, label=label, extra=extra))
+    results[0].extra["usage"] = {
+        k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens")
+    }
+    return results
+
+
+def request_body(
+    *,
+    model: str,
+    messages: list[dict[str, str]],
+    schema: dict[str, Any],
+    temperature: float,
+    max_tokens: int,
+    seed: int,
+    n: int = 1,
+    reasoning_effort: str | None = None,
+    chat_template_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The chat-completions body of one judge request, as the live path sends it: every
+    sampling field explicit, the label schema as ``response_format``."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        **NEUTRAL_SAMPLING,
+        "max_completion_tokens": max_tokens,
+        "seed": seed,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "Label", "schema": schema},
+        },
+    }
+    if n > 1:
+        body["n"] = n
+    if reasoning_effort is not None:
+        body["reasoning_effort"] = reasoning_effort
+    if chat_template_kwargs is not None:
+        body["chat_template_kwargs"] = chat_template_kwargs
+    return body
+
+
+def _choice(choice: dict[str, Any]) -> tuple[str, str | None, str | None]:
+    """(content, finish_reason, reasoning) of one choice. vLLM's reasoning parsers return the
+    reasoning in ``reasoning`` (``reasoning_content`` before vLLM 0.11)."""
+    message = choice["message"]
+    reasoning = message.get("reasoning") or message.get("reasoning_content")
+    return message.get("content") or "", choice.get("finish_reason"), reasoning or None
+
+
+DROP_AFTER_FAILURES = 3
+"""Connection errors or missed deadlines in a row after which a server is dropped."""
+
+
+@dataclass
+class _Server:
+    """One of the judge's servers (``--base-url`` may be repeated)."""
+
+    url: str
+    client: Any
+    in_flight: int = 0
+    failures: int = 0
+    served: int = 0
+    dropped: bool = False
+
+
+class _Failover(Exception):
+    """The request's server was just dropped; send the request to another one."""
 
 
 class _DeadlineExceeded(Exception):
@@ -336,18 +616,34 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
     from misstep.judge import judge_id, label_json_schema, label_model
     from misstep.prompts import prompt_hash
 
-    base_url = config.base_url or DEFAULT_BASE_URL
-    served = probe_server(
-        base_url, timeout=min(PROBE_TIMEOUT_S, float(config.timeout_s), float(config.deadline_s))
-    )
+    urls = [config.base_url or DEFAULT_BASE_URL, *config.extra_base_urls]
+    base_url = urls[0]
+    timeout = min(PROBE_TIMEOUT_S, float(config.timeout_s), float(config.deadline_s))
+    cards = probe_models(base_url, timeout=timeout)
+    served = [str(card["id"]) for card in cards]
     model = choose_model(base_url, config.model, served)
+    for other in urls[1:]:
+        # every server must serve the same model: one judge configuration
+        choose_model(other, model, probe_server(other, timeout=timeout))
     resolved = config.model_copy(update={"model": model, "base_url": base_url})
+    schema = label_json_schema(taxonomy)
+    card = next((c for c in cards if c["id"] == model), {})
+    info: dict[str, Any] = {
+        "url": base_url,
+        "version": server_version(base_url, timeout=timeout),
+        "max_model_len": card.get("max_model_len"),
+        "batch_invariant": config.batch_invariant,
+    }
+    if len(urls) > 1:
+        info["servers"] = [
+            {"url": url, "version": server_version(url, timeout=timeout)} for url in urls
+        ]
     return OpenAIJudge(
         base_url=base_url,
         model=model,
         label_type=label_model(taxonomy),
-        schema=label_json_schema(taxonomy),
-        judge_id=judge_id(resolved, taxonomy.hash, prompt_hash()),
+        schema=schema,
+        judge_id=judge_id(resolved, taxonomy.hash, prompt_hash(), schema),
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         timeout_s=config.timeout_s,
@@ -355,4 +651,8 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
         max_retries=config.max_retries,
         concurrency=config.concurrency,
         server_model=model if model in served else None,
+        reasoning_effort=config.reasoning_effort,
+        chat_template_kwargs=config.chat_template_kwargs,
+        server_info=info,
+        extra_base_urls=tuple(urls[1:]),
     )

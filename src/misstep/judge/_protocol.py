@@ -29,6 +29,9 @@ class JudgeRequest:
     """Per-request seed: a pure function of (global seed, trace_id, attempt/sample)."""
     trace_cut: bool = False
     """The trace was shortened to fit the token budget."""
+    n: int = 1
+    """Samples to draw in this one request (``--samples``; the prefill is shared). A backend
+    that draws several returns the others in ``JudgeResult.choices``."""
 
 
 @dataclass
@@ -42,6 +45,8 @@ class JudgeResult:
     raw_reply: str | None = None
     reason: str | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    choices: list[JudgeResult] = field(default_factory=list)
+    """The other samples of a request with ``n`` > 1, each with its own status and label."""
     server_down: str | None = None
     """Set when the failure says the server itself is unusable, not this trace: ``unreachable``
     (connection errors or timeouts after every retry) or ``auth`` (HTTP 401/403). The pipeline

@@ -20,21 +20,21 @@ _MODELS: dict[str, type[BaseModel]] = {}
 def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
     """The pydantic model of one label under ``taxonomy``; cached per taxonomy hash.
 
-    Fields: ``error_type`` (one of the taxonomy's keys), ``first_error_step`` (int >= 0),
-    ``evidence`` (short verbatim quote), ``explanation``, ``confidence`` (0 to 1).
+    Fields, in this order (the order the judge writes them in): ``first_error_step``
+    (int >= 0), ``evidence`` (short verbatim quote), ``explanation``, ``error_type`` (one of the
+    taxonomy's keys), ``confidence`` (0 to 1).
     """
     cached = _MODELS.get(taxonomy.hash)
     if cached is not None:
         return cached
     error_type: Any = Literal[tuple(taxonomy.keys)]
+    # vLLM's structured output keeps the schema's property order, so the model writes these
+    # in this order: the step, the quote and the reasoning first, the category after them,
+    # as judges in the field do (the category is not an opening bet to be justified).
     model = create_model(
         "Label",
         __config__=ConfigDict(extra="forbid", title="Label"),
         __doc__=f"The first error of a wrong trace, under taxonomy {taxonomy.id}.",
-        error_type=(
-            error_type,
-            Field(description="Category of the first error: one of " + ", ".join(taxonomy.keys)),
-        ),
         first_error_step=(
             int,
             Field(ge=0, description="0-based number of the first wrong step, as shown."),
@@ -47,6 +47,10 @@ def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
             ),
         ),
         explanation=(str, Field(description="One or two sentences on what went wrong.")),
+        error_type=(
+            error_type,
+            Field(description="Category of the first error: one of " + ", ".join(taxonomy.keys)),
+        ),
         confidence=(
             float,
             Field(ge=0.0, le=1.0, description="Confidence in this label, from 0 to 1."),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from misstep.errors import BackendNotInstalledError
+from misstep.judge._config import NEUTRAL_SAMPLING
 from misstep.judge._protocol import JudgeRequest, JudgeResult
 from misstep.labels._record import LabelStatus
 
@@ -41,7 +42,14 @@ def structured_sampling_params(
     on current vLLM (>= 0.11; ``guided_decoding`` was removed in 0.12), else the older
     ``guided_decoding=GuidedDecodingParams``."""
     sampling = vllm.sampling_params
-    common = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+    # The same neutral values the server backend sends: unset, they would come from the
+    # model's generation_config.json.
+    common = {
+        **NEUTRAL_SAMPLING,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "seed": seed,
+    }
     if hasattr(sampling, "StructuredOutputsParams"):
         return vllm.SamplingParams(
             structured_outputs=sampling.StructuredOutputsParams(json=schema), **common
@@ -172,13 +180,23 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
             allowed="a Hugging Face model id or local path for the vllm backend",
             hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
         )
-    llm = vllm.LLM(model=config.model, seed=config.seed, enable_prefix_caching=True)
+    # No free whitespace in the JSON grammar: greedy decoding under a schema can otherwise loop
+    # on whitespace until max_tokens. --engine-arg settings (tensor_parallel_size,
+    # max_model_len, gpu_memory_utilization, ...) go to the engine as given, and win.
+    engine: dict[str, Any] = {
+        "seed": config.seed,
+        "enable_prefix_caching": True,
+        "structured_outputs_config": {"disable_any_whitespace": True},
+        **config.engine_args,
+    }
+    llm = vllm.LLM(model=config.model, **engine)
+    schema = label_json_schema(taxonomy)
     return VLLMJudge(
         llm=llm,
         vllm_module=vllm,
         label_type=label_model(taxonomy),
-        schema=label_json_schema(taxonomy),
-        judge_id=judge_id(config, taxonomy.hash, prompt_hash()),
+        schema=schema,
+        judge_id=judge_id(config, taxonomy.hash, prompt_hash(), schema),
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         max_batch=max(1, config.concurrency) * 16,

@@ -3,6 +3,7 @@ trace), the run manifest, and people's labels."""
 
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
 from misstep.labels._human import HumanLabel, human_label_from_row, read_human_labels
+from misstep.labels._lock import run_dir_lock
 from misstep.labels._ownership import check_labels_input
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
 from misstep.labels._store import (
@@ -10,6 +11,7 @@ from misstep.labels._store import (
     LabelRow,
     LabelStore,
     RunManifest,
+    add_to_history,
     iter_label_lines,
     read_label_rows,
     read_labels,
@@ -28,6 +30,7 @@ __all__ = [
     "LabelStore",
     "RunManifest",
     "StoredLabel",
+    "add_to_history",
     "check_labels_input",
     "human_consensus",
     "human_label_from_row",
@@ -38,5 +41,6 @@ __all__ = [
     "read_labels",
     "read_manifest",
     "read_status_index",
+    "run_dir_lock",
     "write_manifest",
 ]

@@ -73,3 +73,9 @@ class StoredLabel(BaseModel):
     """Dataset of the trace, copied for convenience."""
     problem_id: str | None = None
     """Problem of the trace, copied for convenience."""
+    reasoning: str | None = None
+    """The judge's reasoning text, when the server returns it apart (a reasoning parser)."""
+    prompt_tokens: int | None = None
+    """Prompt tokens the server counted for this record's requests (all attempts)."""
+    completion_tokens: int | None = None
+    """Completion tokens the server counted for this record's requests (all samples)."""

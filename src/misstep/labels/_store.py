@@ -28,6 +28,7 @@ __all__ = [
     "LabelRow",
     "LabelStore",
     "RunManifest",
+    "add_to_history",
     "iter_label_lines",
     "labels_path",
     "read_label_rows",
@@ -39,7 +40,7 @@ __all__ = [
 
 LABELS_FILE = "labels.jsonl"
 MANIFEST_FILE = "manifest.json"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 # fsync at most this often: every label is flushed to the OS at once (survives kill -9);
 # fsync only guards against a machine crash, and per-line fsync would cap throughput.
 _FSYNC_EVERY_S = 1.0
@@ -166,15 +167,41 @@ def iter_label_lines(
             skipped.append(bad[0])
 
 
+def _one_judge(path: Path, judges: set[str], chosen: str | None) -> None:
+    """Labels of several judge configurations never mix silently: one must be chosen."""
+    if chosen is None and len(judges) > 1:
+        raise LabelStoreError(
+            path=path,
+            reason=f"it holds labels of {len(judges)} judge configurations "
+            f"({', '.join(sorted(judges))}), which one analysis must not mix",
+            hint="choose one with --judge-id ID",
+        )
+    if chosen is not None and chosen not in judges:
+        raise LabelStoreError(
+            path=path,
+            reason=f"it holds no label of judge {chosen!r}",
+            hint="the judges there: " + (", ".join(sorted(judges)) or "none"),
+        )
+
+
 def read_labels(
-    run_dir_or_file: str | Path, *, skipped: list[int] | None = None
+    run_dir_or_file: str | Path,
+    *,
+    skipped: list[int] | None = None,
+    judge: str | None = None,
 ) -> dict[str, StoredLabel]:
-    """The current record per trace (the last one in the file wins).
+    """The current record per trace (the last one in the file wins), of one judge
+    configuration: ``judge`` when given, else the file must hold only one (LabelStoreError
+    otherwise).
 
     Accepts a run directory (the manifest is optional) or a labels.jsonl path."""
     path = labels_path(run_dir_or_file)
     current: dict[str, StoredLabel] = {}
+    judges: set[str] = set()
     for number, record in iter_label_lines(path, skipped=skipped):
+        judges.add(str(record.get("judge")))
+        if judge is not None and record.get("judge") != judge:
+            continue
         try:
             label = StoredLabel.model_validate(record)
         except ValidationError as exc:
@@ -184,6 +211,7 @@ def read_labels(
                 path=path, line=number, reason=f"field {field!r}: {err.get('msg', '')}"
             ) from None
         current[label.trace_id] = label
+    _one_judge(path, judges, judge)
     return current
 
 
@@ -196,15 +224,22 @@ class LabelRow(NamedTuple):
     """The error type of an ``ok`` label."""
 
 
-def read_label_rows(run_dir_or_file: str | Path) -> dict[str, LabelRow]:
+def read_label_rows(
+    run_dir_or_file: str | Path, *, judge: str | None = None
+) -> dict[str, LabelRow]:
     """``trace_id -> LabelRow(status, error_type)`` of each current record (the last one
-    wins): the labels without their text (evidence, explanation, raw replies), so memory grows
-    with the number of labels, never with what the judge wrote."""
+    wins) of one judge configuration (as in ``read_labels``): the labels without their text
+    (evidence, explanation, raw replies), so memory grows with the number of labels, never with
+    what the judge wrote."""
     path = labels_path(run_dir_or_file)
     statuses = {s.value: s.value for s in LabelStatus}
     types: dict[str, str] = {}
     rows: dict[str, LabelRow] = {}
+    judges: set[str] = set()
     for number, record in iter_label_lines(path):
+        judges.add(str(record.get("judge")))
+        if judge is not None and record.get("judge") != judge:
+            continue
         trace_id, status = record.get("trace_id"), record.get("status")
         error_type = record.get("error_type")
         if not isinstance(trace_id, str) or status not in statuses:
@@ -214,6 +249,7 @@ def read_label_rows(run_dir_or_file: str | Path) -> dict[str, LabelRow]:
         if error_type is not None:
             error_type = types.setdefault(str(error_type), str(error_type))  # one copy each
         rows[trace_id] = LabelRow(statuses[status], error_type)
+    _one_judge(path, judges, judge)
     return rows
 
 
@@ -286,7 +322,21 @@ class RunManifest(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     """Pipeline options: include_correct, limit, input_format, regrade, skip_invalid."""
     created_at: str = ""
-    """When the run (or its latest resumption) started, UTC ISO 8601."""
+    """When this run started, UTC ISO 8601."""
+    server: dict[str, Any] = Field(default_factory=dict)
+    """What the judge server said of itself: ``url``, ``version`` (``GET /version``),
+    ``max_model_len``, and ``batch_invariant`` as the user declared it."""
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    """Every earlier run into this directory, oldest first, each as its manifest was (without
+    its own history): a manifest is never overwritten, only added to."""
+
+
+def add_to_history(previous: RunManifest | None, new: RunManifest) -> RunManifest:
+    """``new`` with the history of ``previous`` and ``previous`` itself appended to it."""
+    if previous is None:
+        return new
+    entry = previous.model_dump(mode="json", exclude={"history"})
+    return new.model_copy(update={"history": [*previous.history, entry]})
 
 
 def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:

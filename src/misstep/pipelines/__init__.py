@@ -7,6 +7,12 @@ from misstep.pipelines._analyse import (
     dataset_report_path,
     write_run_report,
 )
+from misstep.pipelines._batch import (
+    ExportSummary,
+    IngestSummary,
+    export_requests,
+    ingest_replies,
+)
 from misstep.pipelines._demo import DEMO_KS, DemoResult, run_demo
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, arun_labeling, run_labeling
 from misstep.pipelines._synthetic import (
@@ -20,6 +26,8 @@ __all__ = [
     "SYNTHETIC_PLANTED_ERROR_TYPE",
     "SYNTHETIC_PLANTED_STEP",
     "DemoResult",
+    "ExportSummary",
+    "IngestSummary",
     "LabelProgress",
     "LabelRunSummary",
     "RunAnalysis",
@@ -27,6 +35,8 @@ __all__ = [
     "arun_labeling",
     "collect_traces",
     "dataset_report_path",
+    "export_requests",
+    "ingest_replies",
     "make_synthetic_run",
     "run_demo",
     "run_labeling",

@@ -58,6 +58,7 @@ def analyse_run(
     regrade: bool = False,
     seed: int = 0,
     labels_from_other_input: bool = False,
+    judge_id: str | None = None,
     by: str | None = None,
     cache: bool = True,
     on_stage: Callable[[str], None] | None = None,
@@ -79,7 +80,7 @@ def analyse_run(
         )
     )
     graded = run.table
-    stored = read_labels(labels)
+    stored = read_labels(labels, judge=judge_id)
     check_labels_input(
         labels,
         stored,

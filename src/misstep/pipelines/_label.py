@@ -12,16 +12,23 @@ Which traces get what:
 - an invalid input row with ``skip_invalid``: a line of ``RUN_DIR/rejects.jsonl``.
 So every input trace ends as a label record or a reject.
 
-Judge self-consistency (``samples`` > 1): the trace is judged ``samples`` times with seeds
-``request_seed(seed, trace_id, i)``; the stored label is the majority ``error_type`` among the
-ok samples. Ties go to the key that comes first in the taxonomy's order; the evidence, step and
-explanation are those of the lowest-numbered sample with that type. ``sample_agreement`` is the
-majority count over ``samples`` (failed samples count as disagreeing).
+Judge self-consistency (``samples`` > 1, which needs a temperature above 0): a backend that can
+(the server backend) draws the samples in one request (``n``, sharing the prefill), others are
+asked ``samples`` times with seeds ``request_seed(seed, trace_id, i)``; the stored label is the
+majority ``error_type`` among the ok samples. Ties go to the key that comes first in the
+taxonomy's order; the evidence, step and explanation are those of the lowest-numbered sample
+with that type. ``sample_agreement`` is the majority count over ``samples`` (failed samples
+count as disagreeing).
+
+Every run takes ``RUN_DIR/.lock`` (one writer at a time), refuses a run directory whose labels
+another judge configuration made (unless ``add_judge``), and adds its manifest to the run
+directory's history (nothing overwritten).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections import Counter
@@ -30,13 +37,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from misstep.errors import JudgeUnavailableError, LabelStoreError
+from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import (
     Judge,
     JudgeRequest,
@@ -51,8 +58,10 @@ from misstep.labels import (
     LabelStore,
     RunManifest,
     StoredLabel,
+    add_to_history,
     iter_label_lines,
     read_manifest,
+    run_dir_lock,
     write_manifest,
 )
 from misstep.prompts import prompt_hash, render_judge_prompt
@@ -93,6 +102,12 @@ class LabelProgress:
     """Invalid input rows written to rejects.jsonl."""
     status_counts: Counter[str] = field(default_factory=Counter)
     """Records written this run, per status."""
+    notices: list[str] = field(default_factory=list)
+    """Messages for the user that the progress callback should print (then clear)."""
+    prompt_tokens: int = 0
+    """Prompt tokens counted by the server this run."""
+    completion_tokens: int = 0
+    """Completion tokens counted by the server this run."""
 
 
 class LabelRunSummary(BaseModel):
@@ -118,6 +133,10 @@ class LabelRunSummary(BaseModel):
     """Current status of every input trace, after the run."""
     written_counts: dict[str, int] = Field(default_factory=dict)
     """Records appended this run, per status."""
+    prompt_tokens: int = 0
+    """Prompt tokens the server counted for this run's requests."""
+    completion_tokens: int = 0
+    """Completion tokens the server counted for this run's requests."""
     error_types_by_checkpoint: dict[str, dict[str, int]] = Field(default_factory=dict)
     """Per checkpoint, the error types of the input traces whose current label is ok."""
 
@@ -157,17 +176,27 @@ def _public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+class _Identified(Protocol):
+    """What a manifest reads from a judge (a live backend, or a batch of request files)."""
+
+    @property
+    def judge_id(self) -> str: ...
+
+
 def _manifest(
     traces_path: Path,
     config: JudgeConfig,
     taxonomy: Taxonomy,
-    judge: Judge,
+    judge: _Identified,
     options: dict[str, Any],
     input_sha256: str,
 ) -> RunManifest:
     judge_config = config.model_dump(mode="json")
     if "base_url" in judge_config:
         judge_config["base_url"] = _public_url(judge_config["base_url"])
+    judge_config["extra_base_urls"] = [
+        _public_url(url) for url in judge_config.get("extra_base_urls") or []
+    ]
     inputs = [InputFile.of(traces_path)] if traces_path.exists() else []
     return RunManifest(
         inputs=inputs,
@@ -180,9 +209,24 @@ def _manifest(
         prompt_hash=prompt_hash(),
         seed=config.seed,
         server_model=getattr(judge, "server_model", None),
-        versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm")},
+        versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm", "ray")},
         options=options,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        server=dict(getattr(judge, "server_info", None) or {}),
+    )
+
+
+def _check_one_judge(run_dir: Path, judge_id: str, add_judge: bool) -> None:
+    """A run directory holds one judge configuration unless the user asks for another."""
+    existing = read_manifest(run_dir) if run_dir.is_dir() else None
+    if existing is None or not existing.judge or existing.judge == judge_id or add_judge:
+        return
+    raise LabelStoreError(
+        path=run_dir,
+        reason=f"its labels were made by judge {existing.judge}; this configuration is "
+        f"{judge_id} (another model, prompt, schema, sampling or trace budget)",
+        hint="label into a new run directory, or pass --add-judge to put these labels beside "
+        "the others (analyses then choose one with --judge-id)",
     )
 
 
@@ -211,6 +255,20 @@ def _majority(results: list[JudgeResult], order: dict[str, int]) -> tuple[JudgeR
     return chosen, counts[best]
 
 
+def _tokens(results: list[JudgeResult]) -> tuple[int | None, int | None]:
+    """Prompt and completion tokens of a trace's requests, from the servers' usage counts."""
+    totals: list[int | None] = [None, None]
+    for result in results:
+        usage = result.extra.get("usage")
+        if not isinstance(usage, dict):
+            continue
+        for i, key in enumerate(("prompt_tokens", "completion_tokens")):
+            value = usage.get(key)
+            if isinstance(value, int):
+                totals[i] = (totals[i] or 0) + value
+    return totals[0], totals[1]
+
+
 def _check_step(result: JudgeResult, n_steps: int) -> JudgeResult:
     """A step index outside the steps shown is a bad reply, never silently kept."""
     step = getattr(result.label, "first_error_step", None)
@@ -222,6 +280,7 @@ def _check_step(result: JudgeResult, n_steps: int) -> JudgeResult:
             latency_ms=result.latency_ms,
             raw_reply=raw,
             reason=f"first_error_step {step} is outside the {n_steps} steps shown",
+            extra=result.extra,
         )
     return result
 
@@ -252,7 +311,13 @@ class _Run:
         """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
 
     def write(self, label: StoredLabel) -> None:
+        notices = getattr(self.judge, "notices", None)
+        if notices:
+            self.progress.notices.extend(notices)
+            notices.clear()
         self.store.append(label)
+        self.progress.prompt_tokens += label.prompt_tokens or 0
+        self.progress.completion_tokens += label.completion_tokens or 0
         self.progress.status_counts[label.status.value] += 1
         self.progress.done += 1
         if self.on_progress is not None:
@@ -311,6 +376,8 @@ class _Run:
             self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
         )
         steps = list(rendered.steps)
+        samples = max(1, self.config.samples)
+        one_request = samples > 1 and bool(getattr(self.judge, "supports_n", False))
         requests = [
             JudgeRequest(
                 trace=trace,
@@ -319,12 +386,17 @@ class _Run:
                 messages=rendered.messages,
                 seed=request_seed(self.config.seed, trace.trace_id, i),
                 trace_cut=rendered.trace_cut,
+                n=samples if one_request else 1,
             )
-            for i in range(max(1, self.config.samples))
+            for i in range(1 if one_request else samples)
         ]
         start = time.perf_counter()
-        results = await asyncio.gather(*(self._one(r) for r in requests))
+        results = list(await asyncio.gather(*(self._one(r) for r in requests)))
+        attempts = sum(r.attempts for r in results)  # requests made, not samples
+        if one_request:
+            results = [results[0], *results[0].choices]
         wall_ms = (time.perf_counter() - start) * 1000.0
+        tokens = _tokens(results)
         results = [_check_step(r, len(steps)) for r in results]
         self._watch_server(results)
         chosen, agree = _majority(results, self.order)
@@ -344,9 +416,13 @@ class _Run:
             fields["evidence_verified"] = evidence_in_text(
                 data.get("evidence"), trace.response, "\n".join(steps)
             )
+        reasoning = chosen.extra.get("reasoning")
         label = StoredLabel(
             status=chosen.status,
-            attempts=sum(r.attempts for r in results),
+            attempts=attempts,
+            reasoning=reasoning if isinstance(reasoning, str) else None,
+            prompt_tokens=tokens[0],
+            completion_tokens=tokens[1],
             latency_ms=round(wall_ms, 3),
             reason=chosen.reason,
             raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
@@ -372,11 +448,51 @@ async def arun_labeling(
     skip_invalid: bool = False,
     progress: Callable[[LabelProgress], None] | None = None,
     judge: Judge | None = None,
+    add_judge: bool = False,
 ) -> LabelRunSummary:
     """The async form of :func:`run_labeling`."""
-    start = time.perf_counter()
     traces_path = Path(traces_path)
     run_dir = Path(run_dir)
+    if config.samples > 1 and config.temperature <= 0:
+        raise OptionError(
+            option="--samples",
+            value=config.samples,
+            allowed="1 at temperature 0: greedy samples are copies of one another, so their "
+            "agreement would always be 1",
+            hint="pass --temperature above 0 (e.g. 0.7) with --samples",
+        )
+    return await _arun(
+        traces_path,
+        run_dir,
+        config,
+        taxonomy=taxonomy,
+        include_correct=include_correct,
+        limit=limit,
+        input_format=input_format,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        progress=progress,
+        judge=judge,
+        add_judge=add_judge,
+    )
+
+
+async def _arun(
+    traces_path: Path,
+    run_dir: Path,
+    config: JudgeConfig,
+    *,
+    taxonomy: Taxonomy,
+    include_correct: bool,
+    limit: int | None,
+    input_format: str | None,
+    regrade: bool,
+    skip_invalid: bool,
+    progress: Callable[[LabelProgress], None] | None,
+    judge: Judge | None,
+    add_judge: bool,
+) -> LabelRunSummary:
+    start = time.perf_counter()
     digest = input_digest(traces_path)
     _check_same_input(run_dir, traces_path, digest)
     if judge is None:
@@ -388,6 +504,17 @@ async def arun_labeling(
             traces_path, input_format=input_format, regrade=regrade, rejects=rejects, digest=digest
         )
     except BaseException:
+        await judge.aclose()
+        if rejects is not None:
+            rejects.close()
+        raise
+    lock = contextlib.ExitStack()
+    try:
+        # One writer per run directory, and one judge configuration unless asked.
+        lock.enter_context(run_dir_lock(run_dir))
+        _check_one_judge(run_dir, judge.judge_id, add_judge)
+    except BaseException:
+        lock.close()
         await judge.aclose()
         if rejects is not None:
             rejects.close()
@@ -418,7 +545,8 @@ async def arun_labeling(
             "regrade": regrade,
             "skip_invalid": skip_invalid,
         }
-        write_manifest(run_dir, _manifest(traces_path, config, taxonomy, judge, options, digest))
+        manifest = _manifest(traces_path, config, taxonomy, judge, options, digest)
+        write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
 
         def tally(trace: Trace, status: str, error_type: str | None) -> None:
             status_counts[status] += 1
@@ -471,6 +599,7 @@ async def arun_labeling(
         for task in pending:
             task.cancel()
         store.close()
+        lock.close()
         if rejects is not None:
             rejects.close()
         await judge.aclose()
@@ -490,6 +619,8 @@ async def arun_labeling(
         status_counts=dict(status_counts),
         written_counts=dict(state.status_counts),
         error_types_by_checkpoint={ck: dict(c) for ck, c in by_checkpoint.items()},
+        prompt_tokens=state.prompt_tokens,
+        completion_tokens=state.completion_tokens,
     )
 
 
@@ -540,6 +671,7 @@ def run_labeling(
     skip_invalid: bool = False,
     progress: Callable[[LabelProgress], None] | None = None,
     judge: Judge | None = None,
+    add_judge: bool = False,
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
 
@@ -558,5 +690,6 @@ def run_labeling(
             skip_invalid=skip_invalid,
             progress=progress,
             judge=judge,
+            add_judge=add_judge,
         )
     )

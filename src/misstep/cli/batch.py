@@ -1,0 +1,155 @@
+"""CLI commands ``misstep export-requests`` and ``misstep ingest-replies``: label through
+``vllm run-batch`` files instead of a live server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from misstep.cli._errors import err_console, handles_errors, quote
+from misstep.cli._options import (
+    InputFormatOpt,
+    RegradeOpt,
+    SeedOpt,
+    TaxonomyOpt,
+    TracesArg,
+    check_input,
+    input_format_value,
+)
+from misstep.errors import OptionError
+
+
+@handles_errors
+def export_requests(
+    traces: TracesArg,
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", metavar="RUN_DIR", help="Run directory to write into."),
+    ],
+    model: Annotated[
+        str,
+        typer.Option("--model", metavar="NAME", help="The model vllm run-batch will serve."),
+    ],
+    taxonomy: TaxonomyOpt = None,
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Judge sampling temperature."),
+    ] = 0.0,
+    max_tokens: Annotated[
+        int,
+        typer.Option("--max-tokens", metavar="INT", min=1, help="Longest judge reply in tokens."),
+    ] = 1024,
+    samples: Annotated[
+        int,
+        typer.Option(
+            "--samples", metavar="INT", min=1, help="Judge samples per trace (n, one request)."
+        ),
+    ] = 1,
+    seed: SeedOpt = 0,
+    max_trace_tokens: Annotated[
+        int,
+        typer.Option("--max-trace-tokens", metavar="INT", min=1, help="Token budget of the trace."),
+    ] = 6000,
+    reasoning_effort: Annotated[
+        str | None,
+        typer.Option("--reasoning-effort", metavar="LEVEL", help="low, medium or high."),
+    ] = None,
+    chat_template_kwargs: Annotated[
+        str | None,
+        typer.Option("--chat-template-kwargs", metavar="JSON", help="Chat-template arguments."),
+    ] = None,
+    include_correct: Annotated[
+        bool,
+        typer.Option("--include-correct", metavar="", help="Also judge correct traces."),
+    ] = False,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", metavar="INT", min=1, help="Read only the first N traces."),
+    ] = None,
+    input_format: InputFormatOpt = None,
+    regrade: RegradeOpt = False,
+    add_judge: Annotated[
+        bool,
+        typer.Option(
+            "--add-judge", metavar="", help="Write beside another judge configuration's labels."
+        ),
+    ] = False,
+) -> None:
+    """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
+    from misstep.cli.label import _json_object
+    from misstep.judge import JudgeConfig
+    from misstep.pipelines import export_requests as export
+    from misstep.pipelines._batch import REPLIES_HINT
+    from misstep.taxonomy import load_taxonomy
+
+    check_input(traces, "traces")
+    if out.exists() and not out.is_dir():
+        raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
+    config = JudgeConfig(
+        backend="batch",
+        model=model,
+        taxonomy_path=str(taxonomy) if taxonomy is not None else None,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        samples=samples,
+        seed=seed,
+        max_trace_tokens=max_trace_tokens,
+        reasoning_effort=reasoning_effort,
+        chat_template_kwargs=_json_object(chat_template_kwargs, "--chat-template-kwargs"),
+    )
+    summary = export(
+        traces,
+        out,
+        config,
+        taxonomy=load_taxonomy(taxonomy),
+        include_correct=include_correct,
+        limit=limit,
+        input_format=input_format_value(input_format),
+        regrade=regrade,
+        add_judge=add_judge,
+    )
+    err_console.print(
+        f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "
+        f"requests.parquet); {summary.skipped} trace(s) not judged, {summary.already_ok} "
+        f"already labelled by {summary.judge}"
+    )
+    err_console.print(f"next: {REPLIES_HINT}", markup=False)
+
+
+@handles_errors
+def ingest_replies(
+    run_dir: Annotated[Path, typer.Argument(metavar="RUN_DIR", help="The exported run directory.")],
+    replies: Annotated[
+        Path, typer.Argument(metavar="REPLIES", help="vllm run-batch's output file (JSONL).")
+    ],
+    taxonomy: TaxonomyOpt = None,
+) -> None:
+    """Store the labels of a `vllm run-batch` output file, validated like live replies."""
+    from misstep.pipelines import ingest_replies as ingest
+    from misstep.taxonomy import load_taxonomy
+
+    check_input(run_dir, "RUN_DIR")
+    check_input(replies, "REPLIES")
+    summary = ingest(run_dir, replies, taxonomy=load_taxonomy(taxonomy))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.written_counts.items())) or "none"
+    err_console.print(
+        f"{summary.replies} reply line(s) read; labels written: {counts}; "
+        f"{summary.already_ok} already ok; {summary.awaiting} request(s) still without a reply"
+        + (
+            f"; {summary.unknown} reply(ies) to no exported request, left out"
+            if summary.unknown
+            else ""
+        )
+    )
+    if summary.prompt_tokens or summary.completion_tokens:
+        err_console.print(
+            f"tokens: {summary.prompt_tokens:,} prompt, {summary.completion_tokens:,} completion"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add this group's commands to the app."""
+    app.command("export-requests")(export_requests)
+    app.command("ingest-replies")(ingest_replies)
