@@ -78,3 +78,17 @@ def test_bench_no_answer_smoke(tmp_path: Path) -> None:
             "methods": {"choice": 1, "none": 1},
         }
     }
+
+
+def test_bench_servers_smoke() -> None:
+    out = subprocess.run(
+        [sys.executable, "benchmarks/bench_servers.py", "--n", "60", "--servers", "2"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert result["labels"] == 60 and result["servers"] == 2
+    assert result["one_server_labels_per_s"] > 0 and result["ratio"] > 0

@@ -145,6 +145,10 @@ class FakeOpenAIServer:
         """Builds the evidence quote from the user message."""
         self.record = True
         """Keep every request body in ``requests`` (off for the benchmark)."""
+        self.service_s = 0.0
+        """Seconds each request holds one of ``slots`` (a GPU's time per request, for the
+        several-servers benchmark)."""
+        self._slots: threading.Semaphore | None = None
         self.requests: list[dict[str, Any]] = []
         self.effective_sampling: list[dict[str, Any]] = []
         """The sampling each chat request ran with: its own fields, the rest from defaults."""
@@ -223,7 +227,16 @@ class FakeOpenAIServer:
             return mode if seen < int(times) else None
         return self.fault
 
+    def set_capacity(self, slots: int, service_s: float) -> None:
+        """Serve at most ``slots`` requests at once, each taking ``service_s`` seconds: a
+        server with a throughput ceiling of ``slots / service_s`` requests per second."""
+        self._slots = threading.Semaphore(slots)
+        self.service_s = service_s
+
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self._slots is not None:
+            with self._slots:
+                time.sleep(self.service_s)
         with self._lock:
             self.count += 1
             number = self.count
@@ -385,9 +398,13 @@ def main() -> None:
     """Run the server as its own process (for the benchmark): prints ``PORT <n>`` and serves."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--slots", type=int, default=0, help="requests served at once (0: any)")
+    parser.add_argument("--service-s", type=float, default=0.0, help="seconds per request")
     args = parser.parse_args()
     server = FakeOpenAIServer(port=args.port)
     server.record = False
+    if args.slots:
+        server.set_capacity(args.slots, args.service_s)
     server.start()
     print(f"PORT {server.base_url.rsplit(':', 1)[1].split('/')[0]}", flush=True)
     try:
