@@ -210,6 +210,29 @@ def identified_categories(
     return out
 
 
+def _stratified(
+    judge_types: Sequence[str],
+    strata: Sequence[str],
+    sizes: Mapping[str, int],
+    cats: list[str],
+    rng: np.random.Generator,
+    n_boot: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stratified share estimate and its within-stratum parametric bootstrap."""
+    by: dict[str, list[str]] = {}
+    for t, h in zip(judge_types, strata, strict=True):
+        by.setdefault(h, []).append(t)
+    total = sum(sizes[h] for h in by)
+    q = np.zeros(len(cats))
+    q_boot = np.zeros((n_boot, len(cats)))
+    for h, types in sorted(by.items()):
+        share = sizes[h] / total
+        q_h = _onehot(types, cats).mean(axis=0)
+        q += share * q_h
+        q_boot += share * rng.multinomial(len(types), q_h, size=n_boot) / len(types)
+    return q, q_boot
+
+
 def correct_distribution(
     judge_types: Sequence[str],
     human_pairs: Sequence[tuple[str, str]],
@@ -221,18 +244,29 @@ def correct_distribution(
     seed: int = 0,
     level: float = 0.95,
     smoothing: float = 0.01,
+    strata: Sequence[str] | None = None,
+    stratum_sizes: Mapping[str, int] | None = None,
 ) -> CorrectedDistribution:
     """Raw and corrected distribution of ``judge_types`` (one group's judge labels), with M
     from ``human_pairs`` ((human type, judge type) per human-labelled item). With no pairs,
-    only the raw distribution is given."""
+    only the raw distribution is given.
+
+    With ``strata`` (the stratum of each judge label) and ``stratum_sizes`` (how many items
+    each stratum holds, labelled or not), the labels are taken as a random sample within each
+    stratum and the raw distribution is the stratified estimate ``sum_h (N_h / N) q_h`` over
+    the strata with labels, its interval from a bootstrap within each stratum (design-based:
+    a stratum labelled at a lower rate weighs by its size, not by its label count)."""
     cats = list(categories)
     k = len(cats)
     n = len(judge_types)
     if n == 0:
         raise AnalysisError(f"group {group!r} has no judge labels to build a distribution from")
     rng = np.random.default_rng(seed)
-    q = _onehot(judge_types, cats).mean(axis=0)
-    q_boot = rng.multinomial(n, q, size=n_boot).astype(np.float64) / n
+    if strata is not None and stratum_sizes is not None:
+        q, q_boot = _stratified(judge_types, strata, stratum_sizes, cats, rng, n_boot)
+    else:
+        q = _onehot(judge_types, cats).mean(axis=0)
+        q_boot = rng.multinomial(n, q, size=n_boot).astype(np.float64) / n
     result = CorrectedDistribution(
         group=group,
         categories=cats,

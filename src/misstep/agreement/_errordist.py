@@ -4,10 +4,15 @@
 A group (checkpoint x dataset, or a checkpoint with its datasets pooled) has ``n_wrong`` wrong
 traces; ``n_labelled`` of them have a current ``ok`` label with a type. The judge's
 distribution is the share of each type among those (``error_dist``); a group with no ``ok``
-label has no distribution (None: "no labels", never 0%). With people's labels the distribution
-is corrected for the judge's confusion (``_correction``), pooled over every human-labelled
-trace the judge typed (the human consensus of ``misstep.labels``); a type the confusion does
-not identify has no corrected share (None) and is listed in ``not_identified``.
+label has no distribution (None: "no labels", never 0%). A checkpoint that pools its datasets
+is a stratified sample (the labelled traces of each dataset a random sample of its wrong
+traces, as ``misstep label --per-checkpoint`` draws them): its shares are the stratified
+estimate, each dataset weighing by its number of wrong traces, with a bootstrap within each
+dataset (the same as the plain shares when every dataset is labelled at the same rate). With
+people's labels the distribution is corrected for the judge's confusion (``_correction``),
+pooled over every human-labelled trace the judge typed (the human consensus of
+``misstep.labels``); a type the confusion does not identify has no corrected share (None) and
+is listed in ``not_identified``.
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ def error_distributions(
     dataset ``"all"``."""
     cats = list(categories)
     wrong = graded.loc[graded["outcome"] == "wrong", ["trace_id", "checkpoint", "dataset"]]
+    wrong = wrong.assign(stratum=wrong["dataset"].astype(str))
     if pool_datasets:
         wrong = wrong.assign(dataset=ALL_DATASETS)
     agreed = human_consensus(human) if human else None
@@ -118,6 +124,7 @@ def error_distributions(
     out: list[ErrorDistribution] = []
     for (checkpoint, dataset), group in wrong.groupby(["checkpoint", "dataset"], sort=False):
         ids = group["trace_id"].tolist()
+        of = dict(zip(ids, group["stratum"].tolist(), strict=True))
         status = Counter(str(labels[t].status) if t in labels else "unlabelled" for t in ids)
         types = [judged[t] for t in ids if t in judged]
         base = ErrorDistribution(
@@ -132,6 +139,10 @@ def error_distributions(
         if not types:
             out.append(base)
             continue
+        # A pooled checkpoint is a stratified sample of its datasets (labelled at different
+        # rates with --per-checkpoint, or after failures): each dataset weighs by its size.
+        strata = [of[t] for t in ids if t in judged] if pool_datasets else None
+        sizes = dict(Counter(of.values())) if pool_datasets else None
         result = correct_distribution(
             types,
             pairs if agreed is not None else [],
@@ -140,6 +151,8 @@ def error_distributions(
             group=f"{checkpoint}/{dataset}",
             n_boot=n_boot,
             seed=seed,
+            strata=strata,
+            stratum_sizes=sizes,
         )
         base.error_dist = result.raw
         base.error_dist_raw_ci = result.raw_ci

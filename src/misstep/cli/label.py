@@ -248,6 +248,26 @@ def label(
         int | None,
         typer.Option("--limit", metavar="INT", min=1, help="Read only the first N traces."),
     ] = None,
+    per_checkpoint: Annotated[
+        int | None,
+        typer.Option(
+            "--per-checkpoint",
+            metavar="INT",
+            min=1,
+            help="Label budget: judge N traces drawn at random per checkpoint x dataset "
+            "(each label keeps its inclusion probability; shares are weighted by it).",
+        ),
+    ] = None,
+    pilot: Annotated[
+        int | None,
+        typer.Option(
+            "--pilot",
+            metavar="INT",
+            min=1,
+            help="Judge N traces in all, spread evenly over checkpoints x datasets at random "
+            "(unlike --limit, which reads the first rows).",
+        ),
+    ] = None,
     max_trace_tokens: Annotated[
         int,
         typer.Option(
@@ -293,6 +313,12 @@ def label(
     if judge not in available_judges():
         raise OptionError(
             option="--judge", value=judge, allowed="one of " + ", ".join(available_judges())
+        )
+    if per_checkpoint is not None and pilot is not None:
+        raise OptionError(
+            option="--pilot",
+            value=pilot,
+            allowed="either --per-checkpoint or --pilot, not both",
         )
     if samples > 1 and temperature <= 0:
         raise OptionError(
@@ -378,6 +404,8 @@ def label(
             progress=on_progress,
             judge=backend,
             add_judge=add_judge,
+            per_checkpoint=per_checkpoint,
+            pilot=pilot,
         )
         final_state = LabelProgress(done=summary.traces, resumed=summary.resumed)
         final_state.status_counts.update(summary.written_counts)

@@ -73,6 +73,9 @@ class StoredLabel(BaseModel):
     """Dataset of the trace, copied for convenience."""
     problem_id: str | None = None
     """Problem of the trace, copied for convenience."""
+    inclusion_prob: float | None = None
+    """Probability that this trace was drawn into the label sample (``--per-checkpoint``,
+    ``--pilot``); None when every trace is judged."""
     reasoning: str | None = None
     """The judge's reasoning text, when the server returns it apart (a reasoning parser)."""
     prompt_tokens: int | None = None

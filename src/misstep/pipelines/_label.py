@@ -64,6 +64,7 @@ from misstep.labels import (
     run_dir_lock,
     write_manifest,
 )
+from misstep.pipelines._budget import label_sample
 from misstep.prompts import prompt_hash, render_judge_prompt
 from misstep.rollouts import (
     Outcome,
@@ -81,6 +82,8 @@ if TYPE_CHECKING:
 __all__ = ["LabelProgress", "LabelRunSummary", "arun_labeling", "run_labeling"]
 
 REJECTS_FILE = "rejects.jsonl"
+NOT_SAMPLED = "not sampled"
+"""Reason of the skipped record of a trace left out of the label budget."""
 STOP_AFTER_SERVER_DOWN = 3
 """Traces in a row whose requests all found the server unreachable (or refusing the key)
 after which labelling stops with ``JudgeUnavailableError`` (exit status 3)."""
@@ -305,6 +308,8 @@ class _Run:
         self.on_progress = on_progress
         self.order = {key: i for i, key in enumerate(taxonomy.keys)}
         self.calls = asyncio.Semaphore(max(1, call_limit))
+        self.inclusion: dict[str, float] | None = None
+        """Inclusion probability of each judged trace under a label budget."""
         self.down_streak = 0
         """Traces in a row whose every request said the server is unusable."""
         self.stop: JudgeUnavailableError | None = None
@@ -421,6 +426,7 @@ class _Run:
             status=chosen.status,
             attempts=attempts,
             reasoning=reasoning if isinstance(reasoning, str) else None,
+            inclusion_prob=None if self.inclusion is None else self.inclusion.get(trace.trace_id),
             prompt_tokens=tokens[0],
             completion_tokens=tokens[1],
             latency_ms=round(wall_ms, 3),
@@ -449,6 +455,8 @@ async def arun_labeling(
     progress: Callable[[LabelProgress], None] | None = None,
     judge: Judge | None = None,
     add_judge: bool = False,
+    per_checkpoint: int | None = None,
+    pilot: int | None = None,
 ) -> LabelRunSummary:
     """The async form of :func:`run_labeling`."""
     traces_path = Path(traces_path)
@@ -474,6 +482,8 @@ async def arun_labeling(
         progress=progress,
         judge=judge,
         add_judge=add_judge,
+        per_checkpoint=per_checkpoint,
+        pilot=pilot,
     )
 
 
@@ -491,6 +501,8 @@ async def _arun(
     progress: Callable[[LabelProgress], None] | None,
     judge: Judge | None,
     add_judge: bool,
+    per_checkpoint: int | None,
+    pilot: int | None,
 ) -> LabelRunSummary:
     start = time.perf_counter()
     digest = input_digest(traces_path)
@@ -519,6 +531,13 @@ async def _arun(
         if rejects is not None:
             rejects.close()
         raise
+    sample = label_sample(
+        graded.table,
+        per_stratum=per_checkpoint,
+        total=pilot,
+        include_correct=include_correct,
+        seed=config.seed,
+    )
     store = LabelStore(run_dir)
     state = LabelProgress()
     # A batching backend (vllm) asks for more requests in flight so that its batches fill up.
@@ -532,6 +551,7 @@ async def _arun(
         progress=state,
         on_progress=progress,
     )
+    run.inclusion = sample
     judge_id = judge.judge_id
     status_counts: Counter[str] = Counter()
     by_checkpoint: dict[str, Counter[str]] = {}
@@ -544,6 +564,8 @@ async def _arun(
             "input_format": input_format,
             "regrade": regrade,
             "skip_invalid": skip_invalid,
+            "per_checkpoint": per_checkpoint,
+            "pilot": pilot,
         }
         manifest = _manifest(traces_path, config, taxonomy, judge, options, digest)
         write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
@@ -570,8 +592,13 @@ async def _arun(
                 state.rejected = rejects.count
             current = index.get(trace.trace_id)
             send = outcome is Outcome.WRONG or (include_correct and outcome is Outcome.CORRECT)
-            if not send:
+            already_ok = current is not None and current[:2] == ("ok", judge_id)
+            if send and sample is not None and trace.trace_id not in sample and not already_ok:
+                # left out of the budget (an ok label from an earlier, larger run is kept)
+                send, reason = False, NOT_SAMPLED
+            else:
                 reason = outcome.value
+            if not send:
                 if current is None or current[:3] != ("skipped", judge_id, reason):
                     run.skip(trace, reason)
                 else:
@@ -672,8 +699,14 @@ def run_labeling(
     progress: Callable[[LabelProgress], None] | None = None,
     judge: Judge | None = None,
     add_judge: bool = False,
+    per_checkpoint: int | None = None,
+    pilot: int | None = None,
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
+
+    A label budget (``misstep.pipelines._budget``): ``per_checkpoint`` N judges N traces
+    drawn at random per (checkpoint, dataset), ``pilot`` M spreads M traces over them; the
+    others get a ``skipped`` record with reason ``not sampled``.
 
     ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
     JudgeUnavailableError before writing anything when the judge server cannot be reached."""
@@ -691,5 +724,7 @@ def run_labeling(
             progress=progress,
             judge=judge,
             add_judge=add_judge,
+            per_checkpoint=per_checkpoint,
+            pilot=pilot,
         )
     )
