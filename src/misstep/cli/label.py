@@ -24,6 +24,7 @@ from misstep.errors import OptionError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from misstep.judge import JudgeConfig
     from misstep.pipelines import LabelProgress, LabelRunSummary
     from misstep.taxonomy import Taxonomy
 
@@ -95,6 +96,44 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
             f"[yellow]{not_ok} trace(s) have no label yet; run the same command again to "
             "retry them.[/]"
         )
+
+
+def _label_on_ray(
+    traces: Path,
+    out: Path,
+    config: JudgeConfig,
+    taxonomy: Taxonomy,
+    *,
+    actors: int,
+    include_correct: bool,
+    input_format: str | None,
+    regrade: bool,
+    add_judge: bool,
+) -> None:
+    from misstep.pipelines._ray import _import_ray, label_with_ray
+
+    if config.backend not in ("openai", "vllm"):
+        raise OptionError(
+            option="--ray",
+            value=actors,
+            allowed="with --judge openai (servers) or --judge vllm (engines on GPU nodes)",
+        )
+    ray = _import_ray()
+    ray.init(ignore_reinit_error=True, log_to_driver=False)
+    err_console.print(f"labelling on Ray with {actors} actor(s)")
+    summary = label_with_ray(
+        traces,
+        out,
+        config,
+        taxonomy=taxonomy,
+        actors=actors,
+        engine=config.backend == "vllm",
+        include_correct=include_correct,
+        input_format=input_format,
+        regrade=regrade,
+        add_judge=add_judge,
+    )
+    _print_summary(err_console, summary, taxonomy)
 
 
 def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
@@ -229,6 +268,17 @@ def label(
             help="Record that the server runs with VLLM_BATCH_INVARIANT=1 (not checkable).",
         ),
     ] = False,
+    ray_actors: Annotated[
+        int | None,
+        typer.Option(
+            "--ray",
+            metavar="ACTORS",
+            min=1,
+            help="Label on a Ray cluster (RAY_ADDRESS, else a local one) with this many actors: "
+            "misstep's client against the servers (--judge openai), or Ray's vLLM engine "
+            "processor on GPU nodes (--judge vllm). Needs misstep[ray].",
+        ),
+    ] = None,
     add_judge: Annotated[
         bool,
         typer.Option(
@@ -351,6 +401,19 @@ def label(
         engine_args=engine_args,
         batch_invariant=batch_invariant,
     )
+    if ray_actors is not None:
+        _label_on_ray(
+            traces,
+            out,
+            config,
+            tax,
+            actors=ray_actors,
+            include_correct=include_correct,
+            input_format=input_format_value(input_format),
+            regrade=regrade,
+            add_judge=add_judge,
+        )
+        return
     # Build (and probe) the judge before the progress bar: a dead server fails at once.
     backend = create_judge(config, tax)
     total = _count_lines(traces, limit)

@@ -295,7 +295,7 @@ class _Run:
         judge: Judge,
         config: JudgeConfig,
         taxonomy: Taxonomy,
-        store: LabelStore,
+        store: LabelStore | None,
         progress: LabelProgress,
         on_progress: Callable[[LabelProgress], None] | None,
         call_limit: int,
@@ -320,6 +320,8 @@ class _Run:
         if notices:
             self.progress.notices.extend(notices)
             notices.clear()
+        if self.store is None:
+            raise RuntimeError("this run has no store to write to")
         self.store.append(label)
         self.progress.prompt_tokens += label.prompt_tokens or 0
         self.progress.completion_tokens += label.completion_tokens or 0
@@ -377,6 +379,12 @@ class _Run:
         )
 
     async def label(self, trace: Trace, answer: str | None) -> StoredLabel:
+        label = await self.build(trace, answer)
+        self.write(label)
+        return label
+
+    async def build(self, trace: Trace, answer: str | None) -> StoredLabel:
+        """The record of one trace, judged (not written: a Ray actor builds it too)."""
         rendered = render_judge_prompt(
             self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
         )
@@ -437,7 +445,6 @@ class _Run:
             **fields,
             **self.base(trace),
         )
-        self.write(label)
         return label
 
 

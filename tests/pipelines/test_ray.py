@@ -1,0 +1,134 @@
+"""Labelling on Ray: the server path on a local CPU cluster against the local test server
+(the records equal what ``misstep label`` writes); the GPU engine path where one is lent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from misstep.judge import JudgeConfig
+from misstep.labels import LabelStatus, read_labels, read_manifest
+from misstep.pipelines import run_labeling
+from misstep.taxonomy import load_taxonomy
+from tests.judge.fake_openai import FakeOpenAIServer
+from tests.pipelines.test_label import _mixed, _row, _write
+
+ray = pytest.importorskip("ray")
+
+TAXONOMY = load_taxonomy(None)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def fake() -> Any:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def _comparable(labels: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    return {
+        t: (
+            lab.status,
+            lab.error_type,
+            lab.first_error_step,
+            lab.evidence,
+            lab.evidence_verified,
+            lab.reason,
+            lab.judge,
+        )
+        for t, lab in labels.items()
+    }
+
+
+def test_ray_server_path_writes_what_label_writes(
+    tmp_path: Path, fake: FakeOpenAIServer, cluster: None
+) -> None:
+    from misstep.pipelines._ray import label_with_ray
+
+    traces = _mixed(tmp_path)
+    config = JudgeConfig(backend="openai", base_url=fake.base_url, concurrency=4)
+    run_labeling(traces, tmp_path / "live", config, taxonomy=TAXONOMY)
+    summary = label_with_ray(
+        traces, tmp_path / "ray", config, taxonomy=TAXONOMY, actors=2, batch_size=2
+    )
+    assert summary.written_counts == {"ok": 6, "skipped": 4}
+    live, on_ray = read_labels(tmp_path / "live"), read_labels(tmp_path / "ray")
+    assert _comparable(on_ray) == _comparable(live)
+    manifest = read_manifest(tmp_path / "ray")
+    assert manifest is not None and manifest.options["mode"] == "ray"
+    assert not (tmp_path / "ray" / "ray_work.parquet").exists()
+    # resumed: nothing asked again
+    before = fake.count
+    again = label_with_ray(traces, tmp_path / "ray", config, taxonomy=TAXONOMY, actors=2)
+    assert fake.count == before and again.resumed == 6 and again.written == 0
+
+
+def test_ray_faults_become_the_same_statuses(
+    tmp_path: Path, fake: FakeOpenAIServer, cluster: None
+) -> None:
+    from misstep.pipelines._ray import label_with_ray
+
+    rows = [
+        _row(0),
+        _row(2, response="FAKE_FAULT:schema 2 + 3 = 6"),
+        _row(3, response="FAKE_FAULT:truncated 3 + 3 = 7"),
+    ]
+    traces = _write(tmp_path / "t.jsonl", rows)
+    config = JudgeConfig(backend="openai", base_url=fake.base_url, max_retries=1)
+    label_with_ray(traces, tmp_path / "run", config, taxonomy=TAXONOMY, actors=1)
+    labels = read_labels(tmp_path / "run")
+    assert labels["t0"].status is LabelStatus.OK
+    assert labels["t2"].status is LabelStatus.UNPARSEABLE
+    assert labels["t3"].status is LabelStatus.TRUNCATED
+
+
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is None or os.environ.get("CUDA_VISIBLE_DEVICES") == "",
+    reason="needs a CUDA GPU and vLLM on the Ray cluster",
+)
+def test_ray_engine_path_on_a_gpu(tmp_path: Path, cluster: None) -> None:  # pragma: no cover
+    pytest.importorskip("vllm")
+    from misstep.pipelines._ray import label_with_ray
+
+    traces = _mixed(tmp_path)
+    model = os.environ.get("MISSTEP_TEST_MODEL", "Qwen/Qwen2.5-0.5B-Instruct")
+    config = JudgeConfig(backend="vllm", model=model, engine_args={"max_model_len": 4096})
+    summary = label_with_ray(
+        traces, tmp_path / "run", config, taxonomy=TAXONOMY, actors=1, engine=True
+    )
+    assert sum(summary.written_counts.values()) == 10
+
+
+def test_label_cli_on_ray(tmp_path: Path, fake: FakeOpenAIServer, cluster: None) -> None:
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+
+    traces = _mixed(tmp_path)
+    args = ["label", str(traces), "--out", str(tmp_path / "run"), "--judge", "openai"]
+    result = CliRunner().invoke(app, [*args, "--base-url", fake.base_url, "--ray", "2"])
+    assert result.exit_code == 0, result.output
+    assert "labelling on Ray with 2 actor(s)" in result.output
+    labels = read_labels(tmp_path / "run")
+    assert sum(lab.status is LabelStatus.OK for lab in labels.values()) == 6
+    bad = CliRunner().invoke(app, [*args[:4], "--ray", "2"])  # the rules judge on Ray: no
+    assert bad.exit_code == 2 and "--judge openai" in bad.output
