@@ -139,6 +139,8 @@ class FakeOpenAIServer:
         self.error_type: str | Callable[[dict[str, Any]], str] | None = None
         """error_type to answer (or a function of the request body); None takes the schema
         enum's first value."""
+        self.fields: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+        """Field values to put into the reply (a function of the request body)."""
         self.sample_error_type: Callable[[dict[str, Any], int], str] | None = None
         """error_type of choice i of a request (for ``n`` > 1); overrides ``error_type``."""
         self.evidence: Callable[[str], str] = default_evidence
@@ -202,6 +204,7 @@ class FakeOpenAIServer:
         self.faults_by_request = {}
         self.fail_first = 0
         self.error_type = None
+        self.fields = None
         self.sample_error_type = None
         self.evidence = default_evidence
         self.reasoning = None
@@ -264,6 +267,8 @@ class FakeOpenAIServer:
         if fault == "delay":
             time.sleep(self.delay_s)
         label = self._label(body, user_text)
+        if self.fields is not None:
+            label.update(self.fields(body))
         finish = "stop"
         if fault == "schema":
             label["error_type"] = "not_a_category"

@@ -9,7 +9,18 @@ from typing import Annotated
 
 import typer
 
-from misstep.cli import agree, batch, cache, compare, demo, label, link, summary, voting
+from misstep.cli import (
+    agree,
+    batch,
+    cache,
+    compare,
+    demo,
+    label,
+    link,
+    select,
+    summary,
+    voting,
+)
 
 app = typer.Typer(
     name="misstep",
@@ -44,7 +55,7 @@ def _root(
     """Find out why a reasoning model's answers are wrong, checkpoint by checkpoint."""
 
 
-for _module in (summary, voting, compare, label, batch, agree, link, demo, cache):
+for _module in (summary, voting, compare, label, batch, select, agree, link, demo, cache):
     _module.register(app)
 
 

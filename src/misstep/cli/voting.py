@@ -21,6 +21,7 @@ from misstep.cli._options import (
     SeedOpt,
     SkipInvalidOpt,
     TracesArg,
+    check_input,
     input_format_value,
 )
 from misstep.errors import OptionError
@@ -125,11 +126,22 @@ def voting(
     skip_invalid: SkipInvalidOpt = False,
     no_cache: NoCacheOpt = False,
     seed: SeedOpt = 0,
+    selections: Annotated[
+        Path | None,
+        typer.Option(
+            "--selections",
+            metavar="RUN_DIR",
+            help="A `misstep select` run directory: add how often generative selection "
+            "recovers the right answer that majority voting lost.",
+        ),
+    ] = None,
 ) -> None:
     """Would another way of voting have avoided the majority-vote failures? Per checkpoint:
     maj@K, majority over answered samples, voting over a window of checkpoints, early stop."""
     windows = _ints(window, "--window")
     stops = _early(early_stop)
+    if selections is not None:
+        check_input(selections, "--selections")
     run = load_run(
         traces,
         input_format=input_format,
@@ -154,8 +166,19 @@ def voting(
         weights=weights,
         weight_name=weight_field or "weight",
     )
+    chosen = None
+    if selections is not None:
+        from misstep.pipelines._select import selection_table
+
+        chosen = selection_table(run.table, selections)
     if output is VotingFormat.json:
-        typer.echo(json.dumps([row.to_json() for row in rows], indent=2))
+        records = [row.to_json() for row in rows]
+        if chosen is not None:
+            from misstep.cli.select import selection_json
+
+            typer.echo(json.dumps({"voting": records, "selection": selection_json(chosen)}))
+            return
+        typer.echo(json.dumps(records, indent=2))
         return
     with_dataset = len({row.dataset for row in rows}) > 1
     table = Table(
@@ -183,6 +206,10 @@ def voting(
         head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
         table.add_row(*head, str(row.majority_failures), *cells)
     out_console.print(table)
+    if chosen is not None:
+        from misstep.cli.select import selection_rich_table
+
+        out_console.print(selection_rich_table(chosen))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,169 @@
+"""CLI command ``misstep select``: generative selection on majority-vote failures, and the
+table that ``voting --selections`` shows too."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from misstep.cli._errors import data, err_console, handles_errors, out_console
+from misstep.cli._options import (
+    InputFormatOpt,
+    RegradeOpt,
+    SeedOpt,
+    TaxonomyOpt,
+    TracesArg,
+    check_input,
+    input_format_value,
+)
+from misstep.errors import OptionError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class SelectFormat(StrEnum):
+    """Output of ``misstep select``."""
+
+    table = "table"
+    json = "json"
+
+
+def selection_rich_table(frame: pd.DataFrame) -> object:
+    """The per-checkpoint selection table for people."""
+    from rich.table import Table
+
+    table = Table(
+        title="Generative selection on majority-vote failures (counts of problems; recovered: "
+        "share of the selected failures, Wilson 95% interval)",
+        title_justify="left",
+    )
+    for name in (
+        "checkpoint",
+        "vote wrong",
+        "no sample right",
+        "right answer outvoted",
+        "selected",
+        "right among candidates",
+        "recovered",
+    ):
+        table.add_column(name, justify="left" if name == "checkpoint" else "right")
+    for row in frame.to_dict(orient="records"):
+        share = "-"
+        ci = row["recovered_ci"]
+        if row["recovered_share"] is not None and ci is not None:
+            share = f"{row['recovered']} ({row['recovered_share']:.2f}, {ci[0]:.2f} to {ci[1]:.2f})"
+        table.add_row(
+            data(str(row["checkpoint"])),
+            *(
+                str(row[key])
+                for key in (
+                    "majority_wrong",
+                    "no_correct_sample",
+                    "failures",
+                    "selected",
+                    "correct_in_candidates",
+                )
+            ),
+            share,
+        )
+    return table
+
+
+def selection_json(frame: pd.DataFrame) -> list[dict[str, object]]:
+    """The per-checkpoint selection table as JSON records."""
+    records = frame.to_dict(orient="records")
+    for record in records:
+        ci = record.get("recovered_ci")
+        record["recovered_ci"] = list(ci) if ci is not None else None
+    return records  # type: ignore[return-value]
+
+
+@handles_errors
+def select(
+    traces: TracesArg,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="RUN_DIR", help="Run directory to write into.")
+    ],
+    judge: Annotated[
+        str, typer.Option("--judge", metavar="NAME", help="openai: a server of the model.")
+    ] = "openai",
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option("--base-url", metavar="URL", help="OpenAI-compatible server; repeatable."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", metavar="NAME", help="Model name; default: the only one served."),
+    ] = None,
+    max_candidates: Annotated[
+        int,
+        typer.Option("--max-candidates", metavar="INT", min=2, help="Most frequent answers shown."),
+    ] = 8,
+    temperature: Annotated[
+        float, typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Sampling temperature.")
+    ] = 0.0,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", metavar="INT", min=1, help="Longest reply in tokens.")
+    ] = 2048,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", metavar="INT", min=1, help="Requests in flight.")
+    ] = 16,
+    taxonomy: TaxonomyOpt = None,
+    seed: SeedOpt = 0,
+    input_format: InputFormatOpt = None,
+    regrade: RegradeOpt = False,
+    output: Annotated[
+        SelectFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
+    ] = SelectFormat.table,
+) -> None:
+    """Ask the judge model to pick the right answer among each majority-vote failure's
+    distinct answers: was the right answer there but outvoted, and can selection find it?"""
+    from misstep.judge import JudgeConfig
+    from misstep.pipelines._select import run_selection, selection_table
+    from misstep.rollouts import load_graded
+    from misstep.taxonomy import load_taxonomy
+
+    check_input(traces, "traces")
+    if out.exists() and not out.is_dir():
+        raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
+    if judge != "openai":
+        raise OptionError(option="--judge", value=judge, allowed="openai (a server of the model)")
+    config = JudgeConfig(
+        backend="openai",
+        model=model,
+        base_url=base_url[0] if base_url else None,
+        extra_base_urls=list(base_url[1:]) if base_url else [],
+        temperature=temperature,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        seed=seed,
+    )
+    fmt = input_format_value(input_format)
+    summary = run_selection(
+        traces,
+        out,
+        config,
+        taxonomy=load_taxonomy(taxonomy),
+        max_candidates=max_candidates,
+        input_format=fmt,
+        regrade=regrade,
+    )
+    err_console.print(
+        f"{summary.failures} majority-vote failure(s); {summary.written} selected now, "
+        f"{summary.resumed} already selected by {summary.judge}"
+    )
+    frame = selection_table(load_graded(traces, input_format=fmt, regrade=regrade).table, out)
+    if output is SelectFormat.json:
+        typer.echo(json.dumps(selection_json(frame), indent=2))
+        return
+    out_console.print(selection_rich_table(frame))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``select`` to the app."""
+    app.command("select")(select)
