@@ -18,8 +18,10 @@ __all__ = ["MAX_TRACE_CHARS", "RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_
 
 RULES_JUDGE_CAPABILITIES = (
     "rules judge (no model): re-checks every explicit calculation written as a chain "
-    "'a op b = c (= d ...)' with + - × * · / ÷ ^, parentheses, \\frac/\\dfrac, decimals, "
-    "thousands separators and percentages, in exact rational arithmetic, and reports the first "
+    "'a op b = c (= d ...)' with + - × * · / ÷ ^ (and an ASCII x or X between numbers), "
+    "parentheses, \\frac/\\dfrac, decimals, thousands separators (1,000, 1{,}000, 5,\\!000, "
+    "thin spaces), \\$ and units after numbers, percentages, inside $...$, \\(...\\) and "
+    "\\[...\\] and across a line break, in exact rational arithmetic, and reports the first "
     "wrong one as 'arithmetic' with its step and the verbatim calculation. A stated decimal may "
     "be rounded or truncated to its own precision; '≈' allows 5%. It cannot detect misread "
     "problems, misused theorems or formulas, broken derivations, algebra with variables, or "
