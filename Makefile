@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
-test: lint $(TEST_STAMP)
+test: $(TEST_STAMP) lint
 	$(BIN)/python -m pytest -q
 
 clean:
