@@ -16,7 +16,10 @@ import typer
 from misstep.errors import InputFormatError, OptionError, OutputError
 
 __all__ = [
+    "AddJudgeOpt",
+    "BaseUrlsOpt",
     "ByOpt",
+    "ChatTemplateKwargsOpt",
     "GroupBy",
     "HumanOpt",
     "InputFormat",
@@ -25,11 +28,15 @@ __all__ = [
     "KOpt",
     "LabelSubsetOpt",
     "LabelsOpt",
+    "MaxTokensOpt",
+    "ModelOpt",
     "NoCacheOpt",
+    "ReasoningEffortOpt",
     "RegradeOpt",
     "SeedOpt",
     "SkipInvalidOpt",
     "TaxonomyOpt",
+    "TemperatureOpt",
     "TracesArg",
     "check_input",
     "check_output_file",
@@ -92,6 +99,54 @@ LabelsOpt = Annotated[
     typer.Option(
         "--labels", metavar="RUN_DIR", help="Run directory (or labels.jsonl) of `misstep label`."
     ),
+]
+TemperatureOpt = Annotated[
+    float,
+    typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Judge sampling temperature."),
+]
+MaxTokensOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-tokens",
+        metavar="INT",
+        min=1,
+        help="Longest judge reply in tokens (reasoning included, for reasoning models).",
+    ),
+]
+ReasoningEffortOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reasoning-effort", metavar="LEVEL", help="Sent to reasoning models: low, medium, high."
+    ),
+]
+ChatTemplateKwargsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--chat-template-kwargs",
+        metavar="JSON",
+        help="Chat-template arguments, e.g. '{\"enable_thinking\": false}'.",
+    ),
+]
+AddJudgeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--add-judge",
+        metavar="",
+        help="Write into a run directory that holds another judge configuration's labels.",
+    ),
+]
+BaseUrlsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeat it for several "
+        "servers of the same model (requests go to the least busy, a dead one is dropped).",
+    ),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", metavar="NAME", help="Model name; default: the only one served."),
 ]
 JudgeIdOpt = Annotated[
     str | None,

@@ -10,10 +10,15 @@ import typer
 
 from misstep.cli._errors import err_console, handles_errors, quote
 from misstep.cli._options import (
+    AddJudgeOpt,
+    ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MaxTokensOpt,
+    ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
     TaxonomyOpt,
+    TemperatureOpt,
     TracesArg,
     check_input,
     input_format_value,
@@ -33,14 +38,8 @@ def export_requests(
         typer.Option("--model", metavar="NAME", help="The model vllm run-batch will serve."),
     ],
     taxonomy: TaxonomyOpt = None,
-    temperature: Annotated[
-        float,
-        typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Judge sampling temperature."),
-    ] = 0.0,
-    max_tokens: Annotated[
-        int,
-        typer.Option("--max-tokens", metavar="INT", min=1, help="Longest judge reply in tokens."),
-    ] = 1024,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = 1024,
     samples: Annotated[
         int,
         typer.Option(
@@ -52,14 +51,8 @@ def export_requests(
         int,
         typer.Option("--max-trace-tokens", metavar="INT", min=1, help="Token budget of the trace."),
     ] = 6000,
-    reasoning_effort: Annotated[
-        str | None,
-        typer.Option("--reasoning-effort", metavar="LEVEL", help="low, medium or high."),
-    ] = None,
-    chat_template_kwargs: Annotated[
-        str | None,
-        typer.Option("--chat-template-kwargs", metavar="JSON", help="Chat-template arguments."),
-    ] = None,
+    reasoning_effort: ReasoningEffortOpt = None,
+    chat_template_kwargs: ChatTemplateKwargsOpt = None,
     include_correct: Annotated[
         bool,
         typer.Option("--include-correct", metavar="", help="Also judge correct traces."),
@@ -70,12 +63,7 @@ def export_requests(
     ] = None,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
-    add_judge: Annotated[
-        bool,
-        typer.Option(
-            "--add-judge", metavar="", help="Write beside another judge configuration's labels."
-        ),
-    ] = False,
+    add_judge: AddJudgeOpt = False,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
     from misstep.cli.label import _json_object

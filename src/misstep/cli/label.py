@@ -11,10 +11,17 @@ import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, quote
 from misstep.cli._options import (
+    AddJudgeOpt,
+    BaseUrlsOpt,
+    ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
     TaxonomyOpt,
+    TemperatureOpt,
     TracesArg,
     check_input,
     input_format_value,
@@ -178,19 +185,8 @@ def label(
             help="Judge backend: rules (no model), openai (a server) or vllm.",
         ),
     ] = "rules",
-    base_url: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--base-url",
-            metavar="URL",
-            help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeat it for several "
-            "servers of the same model (requests go to the least busy, a dead one is dropped).",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", metavar="NAME", help="Model name; default: the only one served."),
-    ] = None,
+    base_url: BaseUrlsOpt = None,
+    model: ModelOpt = None,
     taxonomy: TaxonomyOpt = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", metavar="INT", min=1, help="Requests in flight.")
@@ -222,35 +218,10 @@ def label(
             "above 0.",
         ),
     ] = 1,
-    temperature: Annotated[
-        float,
-        typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Judge sampling temperature."),
-    ] = 0.0,
-    max_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-tokens",
-            metavar="INT",
-            min=1,
-            help="Longest judge reply in tokens (reasoning included, for reasoning models).",
-        ),
-    ] = 1024,
-    reasoning_effort: Annotated[
-        str | None,
-        typer.Option(
-            "--reasoning-effort",
-            metavar="LEVEL",
-            help="Sent to reasoning models: low, medium, high.",
-        ),
-    ] = None,
-    chat_template_kwargs: Annotated[
-        str | None,
-        typer.Option(
-            "--chat-template-kwargs",
-            metavar="JSON",
-            help="Chat-template arguments, e.g. '{\"enable_thinking\": false}'.",
-        ),
-    ] = None,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = 1024,
+    reasoning_effort: ReasoningEffortOpt = None,
+    chat_template_kwargs: ChatTemplateKwargsOpt = None,
     engine_arg: Annotated[
         list[str] | None,
         typer.Option(
@@ -279,14 +250,7 @@ def label(
             "processor on GPU nodes (--judge vllm). Needs misstep[ray].",
         ),
     ] = None,
-    add_judge: Annotated[
-        bool,
-        typer.Option(
-            "--add-judge",
-            metavar="",
-            help="Label into a run directory that holds another judge configuration's labels.",
-        ),
-    ] = False,
+    add_judge: AddJudgeOpt = False,
     seed: SeedOpt = 0,
     include_correct: Annotated[
         bool,

@@ -12,10 +12,14 @@ import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console
 from misstep.cli._options import (
+    BaseUrlsOpt,
     InputFormatOpt,
+    MaxTokensOpt,
+    ModelOpt,
     RegradeOpt,
     SeedOpt,
     TaxonomyOpt,
+    TemperatureOpt,
     TracesArg,
     check_input,
     input_format_value,
@@ -92,24 +96,14 @@ def select(
     judge: Annotated[
         str, typer.Option("--judge", metavar="NAME", help="openai: a server of the model.")
     ] = "openai",
-    base_url: Annotated[
-        list[str] | None,
-        typer.Option("--base-url", metavar="URL", help="OpenAI-compatible server; repeatable."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", metavar="NAME", help="Model name; default: the only one served."),
-    ] = None,
+    base_url: BaseUrlsOpt = None,
+    model: ModelOpt = None,
     max_candidates: Annotated[
         int,
         typer.Option("--max-candidates", metavar="INT", min=2, help="Most frequent answers shown."),
     ] = 8,
-    temperature: Annotated[
-        float, typer.Option("--temperature", metavar="FLOAT", min=0.0, help="Sampling temperature.")
-    ] = 0.0,
-    max_tokens: Annotated[
-        int, typer.Option("--max-tokens", metavar="INT", min=1, help="Longest reply in tokens.")
-    ] = 2048,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = 2048,
     concurrency: Annotated[
         int, typer.Option("--concurrency", metavar="INT", min=1, help="Requests in flight.")
     ] = 16,

@@ -41,7 +41,6 @@ from misstep.errors import InputError, InvalidRecordError, LabelStoreError, Opti
 from misstep.judge import (
     JudgeConfig,
     JudgeResult,
-    evidence_in_text,
     judge_id,
     label_json_schema,
     label_model,
@@ -61,10 +60,9 @@ from misstep.pipelines._label import (
     _check_same_input,
     _check_step,
     _load_index,
-    _majority,
     _manifest,
-    _tokens,
     _with_outcomes,
+    record_of,
 )
 from misstep.prompts import prompt_hash, render_judge_prompt
 from misstep.rollouts import Outcome, input_digest, load_graded
@@ -403,47 +401,20 @@ def ingest_replies(
                     _check_step(r, len(steps))
                     for r in _reply_results(reply, label_type, config.max_tokens)
                 ]
-                chosen, agree = _majority(results, order)
-                prompt_tokens, completion_tokens = _tokens(results)
-                fields: dict[str, Any] = {}
-                if chosen.status is LabelStatus.OK and chosen.label is not None:
-                    data = chosen.label.model_dump(mode="json")
-                    fields = {
-                        k: data.get(k)
-                        for k in (
-                            "error_type",
-                            "first_error_step",
-                            "evidence",
-                            "explanation",
-                            "confidence",
-                        )
-                    }
-                    fields["evidence_verified"] = evidence_in_text(
-                        data.get("evidence"), trace.response, "\n".join(steps)
-                    )
-                reasoning = chosen.extra.get("reasoning")
-                record = StoredLabel(
-                    trace_id=trace.trace_id,
+                record = record_of(
+                    trace,
+                    results,
+                    steps,
                     judge=jid,
-                    status=chosen.status,
-                    attempts=1,
-                    reason=chosen.reason,
-                    raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
-                    trace_cut=rendered.trace_cut,
                     samples=config.samples,
-                    sample_agreement=(agree / len(results)) if len(results) > 1 else None,
-                    checkpoint=trace.checkpoint,
-                    dataset=trace.dataset,
-                    problem_id=trace.problem_id,
-                    reasoning=reasoning if isinstance(reasoning, str) else None,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    **fields,
+                    order=order,
+                    attempts=1,
+                    trace_cut=rendered.trace_cut,
                 )
                 store.append(record)
                 written[record.status.value] += 1
-                summary.prompt_tokens += prompt_tokens or 0
-                summary.completion_tokens += completion_tokens or 0
+                summary.prompt_tokens += record.prompt_tokens or 0
+                summary.completion_tokens += record.completion_tokens or 0
         index = _load_index(run_dir / "labels.jsonl")
     summary.written_counts = dict(written)
     summary.unknown = sum(1 for custom_id in replies if custom_id not in requested)

@@ -272,6 +272,58 @@ def _tokens(results: list[JudgeResult]) -> tuple[int | None, int | None]:
     return totals[0], totals[1]
 
 
+def record_of(
+    trace: Trace,
+    results: list[JudgeResult],
+    steps: list[str],
+    *,
+    judge: str,
+    samples: int,
+    order: dict[str, int],
+    attempts: int,
+    latency_ms: float = 0.0,
+    trace_cut: bool = False,
+    inclusion_prob: float | None = None,
+) -> StoredLabel:
+    """The stored record of one trace from its judge results (one per sample, steps already
+    checked): the majority, the fields of an ok label with its evidence verified against the
+    trace, reasoning, tokens and agreement. The one place a record is made, whichever way the
+    results came (live, batch files, Ray)."""
+    chosen, agree = _majority(results, order)
+    fields: dict[str, Any] = {}
+    if chosen.status is LabelStatus.OK and chosen.label is not None:
+        data = chosen.label.model_dump(mode="json")
+        fields = {
+            k: data.get(k)
+            for k in ("error_type", "first_error_step", "evidence", "explanation", "confidence")
+        }
+        fields["evidence_verified"] = evidence_in_text(
+            data.get("evidence"), trace.response, "\n".join(steps)
+        )
+    reasoning = chosen.extra.get("reasoning")
+    tokens = _tokens(results)
+    return StoredLabel(
+        trace_id=trace.trace_id,
+        judge=judge,
+        status=chosen.status,
+        attempts=attempts,
+        latency_ms=round(latency_ms, 3),
+        reason=chosen.reason,
+        raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
+        trace_cut=trace_cut,
+        samples=samples,
+        sample_agreement=(agree / len(results)) if len(results) > 1 else None,
+        checkpoint=trace.checkpoint,
+        dataset=trace.dataset,
+        problem_id=trace.problem_id,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+        inclusion_prob=inclusion_prob,
+        prompt_tokens=tokens[0],
+        completion_tokens=tokens[1],
+        **fields,
+    )
+
+
 def _check_step(result: JudgeResult, n_steps: int) -> JudgeResult:
     """A step index outside the steps shown is a bad reply, never silently kept."""
     step = getattr(result.label, "first_error_step", None)
@@ -409,43 +461,20 @@ class _Run:
         if one_request:
             results = [results[0], *results[0].choices]
         wall_ms = (time.perf_counter() - start) * 1000.0
-        tokens = _tokens(results)
         results = [_check_step(r, len(steps)) for r in results]
         self._watch_server(results)
-        chosen, agree = _majority(results, self.order)
-        fields: dict[str, Any] = {}
-        if chosen.status is LabelStatus.OK and chosen.label is not None:
-            data = chosen.label.model_dump(mode="json")
-            fields = {
-                k: data.get(k)
-                for k in (
-                    "error_type",
-                    "first_error_step",
-                    "evidence",
-                    "explanation",
-                    "confidence",
-                )
-            }
-            fields["evidence_verified"] = evidence_in_text(
-                data.get("evidence"), trace.response, "\n".join(steps)
-            )
-        reasoning = chosen.extra.get("reasoning")
-        label = StoredLabel(
-            status=chosen.status,
+        return record_of(
+            trace,
+            results,
+            steps,
+            judge=self.judge.judge_id,
+            samples=self.config.samples,
+            order=self.order,
             attempts=attempts,
-            reasoning=reasoning if isinstance(reasoning, str) else None,
-            inclusion_prob=None if self.inclusion is None else self.inclusion.get(trace.trace_id),
-            prompt_tokens=tokens[0],
-            completion_tokens=tokens[1],
-            latency_ms=round(wall_ms, 3),
-            reason=chosen.reason,
-            raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
+            latency_ms=wall_ms,
             trace_cut=rendered.trace_cut,
-            sample_agreement=(agree / len(results)) if len(results) > 1 else None,
-            **fields,
-            **self.base(trace),
+            inclusion_prob=None if self.inclusion is None else self.inclusion.get(trace.trace_id),
         )
-        return label
 
 
 async def arun_labeling(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from misstep.errors import BackendNotInstalledError
-from misstep.judge import JudgeConfig, create_judge, evidence_in_text, request_seed
+from misstep.judge import JudgeConfig, create_judge, request_seed
 from misstep.labels import (
     LabelStatus,
     LabelStore,
@@ -45,11 +45,10 @@ from misstep.pipelines._label import (
     _check_same_input,
     _check_step,
     _load_index,
-    _majority,
     _manifest,
     _Run,
-    _tokens,
     _with_outcomes,
+    record_of,
 )
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Outcome, Trace, input_digest, load_graded
@@ -362,32 +361,13 @@ def _engine_records(
             _check_step(r, len(steps))
             for r in results_from_completion(completion, label_type, config.max_tokens)
         ]
-        chosen, agree = _majority(results, order)
-        fields: dict[str, Any] = {}
-        if chosen.status is LabelStatus.OK and chosen.label is not None:
-            data = chosen.label.model_dump(mode="json")
-            fields = {
-                k: data.get(k)
-                for k in ("error_type", "first_error_step", "evidence", "explanation", "confidence")
-            }
-            fields["evidence_verified"] = evidence_in_text(
-                data.get("evidence"), trace.response, "\n".join(steps)
-            )
-        tokens = _tokens(results)
-        yield StoredLabel(
-            trace_id=trace.trace_id,
+        yield record_of(
+            trace,
+            results,
+            steps,
             judge=judge_id,
-            status=chosen.status,
-            attempts=1,
-            reason=chosen.reason,
-            raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
-            trace_cut=rendered.trace_cut,
             samples=config.samples,
-            sample_agreement=(agree / len(results)) if len(results) > 1 else None,
-            checkpoint=trace.checkpoint,
-            dataset=trace.dataset,
-            problem_id=trace.problem_id,
-            prompt_tokens=tokens[0],
-            completion_tokens=tokens[1],
-            **fields,
+            order=order,
+            attempts=1,
+            trace_cut=rendered.trace_cut,
         ).model_dump_json()
