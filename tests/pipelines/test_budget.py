@@ -140,3 +140,36 @@ def test_a_pooled_checkpoint_weighs_each_dataset_by_its_wrong_traces() -> None:
     assert pooled.error_dist["misread"] == pytest.approx(2 / 6)
     by_dataset = error_distributions(graded, labels, TAXONOMY.keys)
     assert [d.error_dist["arithmetic"] for d in by_dataset if d.error_dist] == [1.0, 0.0]
+
+
+def test_link_shares_use_the_same_design_weights() -> None:
+    from misstep.link._shifts import checkpoint_shares, stratum_weights
+
+    # the checkpoint of the test above: x has 4 wrong (2 labelled), y has 2 (both labelled)
+    wrong = pd.DataFrame(
+        {
+            "checkpoint": ["c"] * 6,
+            "dataset": ["x"] * 4 + ["y"] * 2,
+            "problem_id": ["p0", "p1", "p2", "p3", "q0", "q1"],
+        }
+    )
+    labelled = pd.DataFrame(
+        {
+            "checkpoint": ["c"] * 4,
+            "dataset": ["x", "x", "y", "y"],
+            "problem_id": ["p0", "p1", "q0", "q1"],
+            "error_type": ["arithmetic", "arithmetic", "misread", "misread"],
+        }
+    )
+    # raw weights 4/2 = 2 for x, 2/2 = 1 for y; scaled to sum to 4 labels: 4/3 and 2/3
+    weights = stratum_weights(wrong, labelled)
+    assert weights.tolist() == pytest.approx([4 / 3, 4 / 3, 2 / 3, 2 / 3])
+    (shares,), _ = checkpoint_shares(
+        labelled.assign(weight=weights.to_numpy()), ["c"], ["arithmetic", "misread"]
+    )
+    assert shares.shares["arithmetic"] == pytest.approx(4 / 6)  # as error_distributions says
+    assert shares.counts == {"arithmetic": 2, "misread": 2}  # the labels themselves
+    assert shares.n_labelled == 4
+    # equal rates: every weight is 1
+    same = stratum_weights(wrong.iloc[[0, 1, 4, 5]], labelled)
+    assert same.tolist() == pytest.approx([1.0] * 4)

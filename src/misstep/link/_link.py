@@ -57,6 +57,7 @@ from misstep.link._shifts import (
     bh_adjust,
     checkpoint_shares,
     distribution_shifts,
+    stratum_weights,
 )
 from misstep.metrics._order import order_checkpoints
 from misstep.taxonomy import load_taxonomy
@@ -343,6 +344,10 @@ def link_analysis(
         graded["outcome"].astype(str) == "wrong", [*PROBLEM_KEY, "trace_id", "answer_class"]
     ]
     wl = wrong.merge(lab[["trace_id", "error_type"]], on="trace_id", how="inner")
+    if not wl.empty:
+        weights = stratum_weights(wrong, wl)
+        if not np.allclose(weights.to_numpy(), 1.0):
+            wl = wl.assign(weight=weights.to_numpy())
     types = sorted(wl["error_type"].astype(str).unique().tolist())
     if wl.empty:
         notes.append("no wrong trace has an ok label: the error-type analysis is empty")

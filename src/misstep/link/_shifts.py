@@ -7,6 +7,9 @@ many traces of one type), so every uncertainty here treats the *problem* as the 
   (``x_i`` labelled wrong traces of that type, ``m_i`` labelled wrong traces), with the
   cluster-robust variance ``P/(P-1) * sum_i (x_i - r m_i)^2 / (sum_i m_i)^2``;
 - intervals are percentile intervals of a seeded cluster bootstrap (resampling problems);
+- under a label budget (datasets of a checkpoint labelled at different rates) each label
+  weighs by its dataset's ``wrong / labelled`` (``stratum_weights``): the shares, variances,
+  bootstrap and the chi-square table use the weighted counts (all weights 1 otherwise);
 - the per-pair omnibus test is scipy's Pearson chi-square on the 2 x T table of trace counts,
   divided by a first-order Rao-Scott design effect (the mean, over types and both checkpoints, of
   cluster variance / multinomial variance, never below 1) before taking its p-value;
@@ -41,6 +44,7 @@ __all__ = [
     "bh_adjust",
     "checkpoint_shares",
     "distribution_shifts",
+    "stratum_weights",
 ]
 
 MIN_LABELLED = 20
@@ -126,11 +130,39 @@ class Shift(BaseModel):
 
 
 def _problem_matrix(rows: pd.DataFrame, types: list[str]) -> np.ndarray:
-    """Problems x types count matrix of one checkpoint's labelled wrong traces."""
+    """Problems x types count matrix of one checkpoint's labelled wrong traces (each trace
+    counted by its ``weight`` when the rows carry one: a label budget's design weight)."""
     if rows.empty:
         return np.zeros((0, len(types)))
-    ct = pd.crosstab([rows["dataset"], rows["problem_id"]], rows["error_type"])
+    keys = [rows["dataset"], rows["problem_id"]]
+    if "weight" in rows.columns:
+        ct = pd.crosstab(keys, rows["error_type"], values=rows["weight"], aggfunc="sum")
+        ct = ct.fillna(0.0)
+    else:
+        ct = pd.crosstab(keys, rows["error_type"])
     return ct.reindex(columns=types, fill_value=0).to_numpy(dtype=float)
+
+
+def stratum_weights(wrong: pd.DataFrame, labelled: pd.DataFrame) -> pd.Series:
+    """Design weights of ``labelled`` (wrong traces with an ok label: ``checkpoint``,
+    ``dataset``): within a checkpoint, a dataset's labels stand for all its wrong traces, so
+    each weighs ``N_h / n_h`` (wrong traces / labelled ones of that dataset), scaled so that
+    the weights of a checkpoint sum to its number of labels. All 1 when every dataset of a
+    checkpoint is labelled at the same rate (or there is one dataset)."""
+    sizes = wrong.groupby(["checkpoint", "dataset"], sort=False).size()
+    labelled_n = labelled.groupby(["checkpoint", "dataset"], sort=False).size()
+    raw = (sizes / labelled_n).rename("w")
+    w = labelled.join(raw, on=["checkpoint", "dataset"])["w"].astype(float)
+    per_ck = w.groupby(labelled["checkpoint"]).transform("sum")
+    n_ck = labelled.groupby("checkpoint")["checkpoint"].transform("size")
+    return (w * n_ck / per_ck).fillna(1.0)
+
+
+def _raw_counts(rows: pd.DataFrame, types: list[str]) -> list[int]:
+    if rows.empty:
+        return [0] * len(types)
+    counts = rows["error_type"].astype(str).value_counts()
+    return [int(counts.get(t, 0)) for t in types]
 
 
 def _shares(x: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
@@ -182,9 +214,9 @@ def checkpoint_shares(
         out.append(
             CheckpointShares(
                 checkpoint=ck,
-                n_labelled=int(x.sum()),
+                n_labelled=len(rows),
                 n_problems=int((x.sum(axis=1) > 0).sum()),
-                counts={t: int(v) for t, v in zip(types, x.sum(axis=0), strict=True)},
+                counts={t: int(v) for t, v in zip(types, _raw_counts(rows, types), strict=True)},
                 shares={t: float(v) for t, v in zip(types, r, strict=True)},
                 ci={t: (float(a), float(b)) for t, a, b in zip(types, lo, hi, strict=True)},
                 variance={t: float(v) for t, v in zip(types, var, strict=True)},
@@ -198,7 +230,10 @@ def _omnibus(
 ) -> tuple[float, int, float, float]:
     """Rao-Scott corrected chi-square: statistic, dof, design effect, raw p-value."""
     present = [t for t in types if a.counts[t] + b.counts[t] > 0]
-    table = np.array([[a.counts[t] for t in present], [b.counts[t] for t in present]])
+    # shares x labels: the counts themselves, or the design-weighted ones under a label budget
+    table = np.array(
+        [[cs.shares[t] * cs.n_labelled for t in present] for cs in (a, b)], dtype=float
+    )
     pearson, _, dof, _ = stats.chi2_contingency(table, correction=False)
     deffs = []
     for cs in (a, b):
