@@ -49,7 +49,6 @@ from misstep.judge import (
 from misstep.labels import (
     LabelStatus,
     LabelStore,
-    StoredLabel,
     add_to_history,
     read_manifest,
     run_dir_lock,
@@ -63,6 +62,7 @@ from misstep.pipelines._label import (
     _manifest,
     _with_outcomes,
     record_of,
+    skipped_record,
 )
 from misstep.prompts import prompt_hash, render_judge_prompt
 from misstep.rollouts import Outcome, input_digest, load_graded
@@ -197,18 +197,7 @@ def export_requests(
                 if not send:
                     skipped += 1
                     if current is None or current[:3] != ("skipped", jid, outcome.value):
-                        store.append(
-                            StoredLabel(
-                                trace_id=trace.trace_id,
-                                judge=jid,
-                                status=LabelStatus.SKIPPED,
-                                reason=outcome.value,
-                                samples=config.samples,
-                                checkpoint=trace.checkpoint,
-                                dataset=trace.dataset,
-                                problem_id=trace.problem_id,
-                            )
-                        )
+                        store.append(skipped_record(trace, jid, outcome.value, config.samples))
                     continue
                 if current is not None and current.status == "ok" and current.judge == jid:
                     already += 1

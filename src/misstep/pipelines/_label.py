@@ -272,6 +272,21 @@ def _tokens(results: list[JudgeResult]) -> tuple[int | None, int | None]:
     return totals[0], totals[1]
 
 
+def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> StoredLabel:
+    """The ``skipped`` record of a trace that is not judged (its outcome, or ``not sampled``),
+    made the same way by the live path, the batch export and Ray."""
+    return StoredLabel(
+        trace_id=trace.trace_id,
+        judge=judge,
+        status=LabelStatus.SKIPPED,
+        reason=reason,
+        samples=samples,
+        checkpoint=trace.checkpoint,
+        dataset=trace.dataset,
+        problem_id=trace.problem_id,
+    )
+
+
 def record_of(
     trace: Trace,
     results: list[JudgeResult],
@@ -382,18 +397,8 @@ class _Run:
         if self.on_progress is not None:
             self.on_progress(self.progress)
 
-    def base(self, trace: Trace) -> dict[str, Any]:
-        return {
-            "trace_id": trace.trace_id,
-            "judge": self.judge.judge_id,
-            "samples": self.config.samples,
-            "checkpoint": trace.checkpoint,
-            "dataset": trace.dataset,
-            "problem_id": trace.problem_id,
-        }
-
     def skip(self, trace: Trace, reason: str) -> StoredLabel:
-        label = StoredLabel(status=LabelStatus.SKIPPED, reason=reason, **self.base(trace))
+        label = skipped_record(trace, self.judge.judge_id, reason, self.config.samples)
         self.write(label)
         return label
 

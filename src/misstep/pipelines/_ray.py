@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from misstep.errors import BackendNotInstalledError
 from misstep.judge import JudgeConfig, create_judge, request_seed
 from misstep.labels import (
-    LabelStatus,
     LabelStore,
     StoredLabel,
     add_to_history,
@@ -49,6 +48,7 @@ from misstep.pipelines._label import (
     _Run,
     _with_outcomes,
     record_of,
+    skipped_record,
 )
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Outcome, Trace, input_digest, load_graded
@@ -158,7 +158,9 @@ def label_with_ray(
                     if not send:
                         status_counts["skipped"] += 1
                         if current is None or current[:3] != ("skipped", judge_id, outcome.value):
-                            store.append(_skipped(trace, judge_id, outcome.value, config))
+                            store.append(
+                                skipped_record(trace, judge_id, outcome.value, config.samples)
+                            )
                             written["skipped"] += 1
                         continue
                     if current is not None and current[:2] == ("ok", judge_id):
@@ -261,19 +263,6 @@ class _ParquetRows:
             self._writer.close()
         elif self.path.exists():
             os.unlink(self.path)
-
-
-def _skipped(trace: Trace, judge_id: str, reason: str, config: JudgeConfig) -> StoredLabel:
-    return StoredLabel(
-        trace_id=trace.trace_id,
-        judge=judge_id,
-        status=LabelStatus.SKIPPED,
-        reason=reason,
-        samples=config.samples,
-        checkpoint=trace.checkpoint,
-        dataset=trace.dataset,
-        problem_id=trace.problem_id,
-    )
 
 
 def _engine_judge_id(config: JudgeConfig, taxonomy: Taxonomy) -> str:
