@@ -100,14 +100,19 @@ def _maj_dp(counts: Sequence[int], correct: Sequence[bool], n_none: int, k: int)
             rest = k - v
             if rest > n - a:
                 continue
-            max_ties = min(len(others), rest // v)
+            # Classes with fewer than v samples can neither tie nor win: together with the
+            # no-answer bucket they contribute comb(small, s) subsets of size s (Vandermonde),
+            # so only the larger classes need a step of the DP (most classes are singletons).
+            small = n_none + sum(b for b in others if b < v)
+            large = [b for b in others if b >= v]
+            max_ties = min(len(large), rest // v)
             # table[s, t]: subsets of size s of the samples seen so far in which exactly t
-            # other classes have v votes and none has more. Start from the no-answer bucket.
+            # other classes have v votes and none has more. Start from the small classes.
             table = np.zeros((rest + 1, max_ties + 1))
-            table[: min(rest, n_none) + 1, 0] = [
-                math.comb(n_none, s) for s in range(min(rest, n_none) + 1)
+            table[: min(rest, small) + 1, 0] = [
+                math.comb(small, s) for s in range(min(rest, small) + 1)
             ]
-            for b in others:
+            for b in large:
                 new = np.zeros_like(table)
                 for x in range(min(b, v - 1, rest) + 1):
                     new[x:, :] += math.comb(b, x) * table[: rest + 1 - x, :]
