@@ -16,7 +16,13 @@ from misstep.rollouts import (
     grade_traces,
 )
 from misstep.rollouts._arithmetic import arithmetic_value, numeric_value
-from misstep.rollouts._equivalence import ProblemTask, rationals_equal
+from misstep.rollouts._equivalence import (
+    ProblemTask,
+    _fp_verdict,
+    answer_needs_math_verify,
+    cheap_fingerprint,
+    rationals_equal,
+)
 from misstep.rollouts._normalize import problem_options
 
 
@@ -178,11 +184,26 @@ def test_classes_scale_with_distinct_answers_and_none_are_split() -> None:
     assert result.representative == [i - i % 2 for i in range(600)]
 
 
-def test_symbolic_classes_merge_past_the_old_cap() -> None:
-    # 120 values with a variable, two forms each: each pair needs one verify call
+def test_expressions_in_the_grammar_merge_without_verify() -> None:
+    # 120 expressions with variables, two forms each: compared at three points, no verify
     answers: list[str] = []
     for k in range(2, 122):
-        answers += [f"{k}x", f"x \\cdot {k}"]
+        answers += [f"{k}x", f"x \\cdot {k}", f"{k}x + \\sqrt{{x^2}}"]
+    keys = tuple(canonical_key(a) for a in answers)
+    task = ProblemTask(None, None, tuple(answers), keys)
+    with EquivalenceChecker(workers=1) as checker:
+        (result,) = checker.solve([task])
+    assert result.calls == 0
+    # sqrt(x^2) is not x at the negative point: (k+1)x is never k x + sqrt(x^2)
+    assert result.representative == [i - i % 3 + (i % 3 == 2) * 2 for i in range(360)]
+
+
+def test_symbolic_classes_merge_past_the_old_cap() -> None:
+    # 120 values with a function outside misstep's grammar (sinh), two forms each: each
+    # pair needs one verify call
+    answers: list[str] = []
+    for k in range(2, 122):
+        answers += [f"{k}\\sinh(x)", f"\\sinh(x) \\cdot {k}"]
     keys = tuple(canonical_key(a) for a in answers)
     task = ProblemTask(None, None, tuple(answers), keys)
     with EquivalenceChecker(workers=1) as checker:
@@ -207,3 +228,83 @@ def test_symbolic_classes_merge_past_the_old_cap() -> None:
 )
 def test_more_forms(a: str, b: str, expected: bool) -> None:
     assert answers_equivalent(a, b) is expected
+
+
+# Forms misstep now values itself (math-verify's conventions, checked by hand against its
+# parse): each pair decided with no math-verify call.
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        # a product continues with \frac after a root: 74 * sqrt(5477) * 17/4
+        ("74\\sqrt{5477}\\frac{17}{4}", "\\frac{1258\\sqrt{5477}}{4}", True),
+        ("\\sqrt{2}\\frac{1}{2}", "\\frac{\\sqrt{2}}{2}", True),
+        ("{25 \\choose 5}^2 / 2", "1411398450", True),  # 53130^2 / 2
+        ("\\log 100", "2", True),  # \log is base 10 there
+        ("7^{\\frac{\\log 2023}{2\\log 7}}", "\\sqrt{2023}", True),
+        # a function without brackets takes the product after it: tan(2023 pi) = 0
+        ("2 \\tan 2023 \\cdot \\pi", "0", True),
+        ("\\sin x / 2", "\\sin(x/2)", True),
+        ("\\sin x / 2", "\\frac{\\sin(x)}{2}", False),
+        ("\\log 7 \\log 17", "\\log(7)\\log(17)", True),
+        ("∞", "\\infty", True),
+        ("-\\infty", "\\infty", False),
+        # an unfinished sum is not its last term (math-verify drops the dots: 1+2+5 = 8)
+        ("1 + 2 + \\ldots + 5", "5", False),
+        ("1 + 2 + \\ldots + 5", "8", False),
+        ("2022^{2023}", "1", False),  # beyond the float range: equal to no finite value
+        ("96+117i", "117i + 96", True),  # i is a variable there
+        # expressions compared at a positive, a negative and a complex point
+        ("(x+1)^2", "x^2+2x+1", True),
+        ("\\frac{3n^2-3n}{3}", "n^2 - n", True),
+        ("\\sqrt{x^2}", "x", False),  # equal for x > 0 only
+        ("(x + 10^{30}) - 10^{30}", "x", True),  # 50 digits survive the cancellation
+        ("0.333333333x", "\\frac{x}{3}", False),
+        ("a^{2} + b^{2} = a^{2} - b^{2} + 40", "40", False),  # an equation, not a value
+    ],
+)
+def test_forms_valued_without_math_verify(a: str, b: str, expected: bool) -> None:
+    with EquivalenceChecker(workers=1) as checker:
+        out = checker.compare_pairs([(a, b)])
+    assert out[(a, b)] is expected
+    assert checker.stats.calls == 0
+    assert checker._pool is None  # no worker was even started
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "3\\frac{1}{2}",  # a mixed number (7/2) to math-verify
+        "(2)\\frac{1}{2}",
+        "\\sinh x",  # \sinh, or \sin h: spaces are gone
+        "12C1 + 11C2",
+        "\\log_2 8",
+    ],
+)
+def test_forms_left_to_math_verify(answer: str) -> None:
+    assert answer_needs_math_verify(canonical_key(answer))
+
+
+def test_mixed_number_as_math_verify_reads_it() -> None:
+    assert answers_equivalent("3\\frac{1}{2}", "\\frac{7}{2}")
+
+
+def test_tiny_values_at_every_point_ask_math_verify() -> None:
+    # a^1000 and a^1001 are below 1e-12 at all of a's points (|a| < 1 there): agreement there
+    # proves nothing, so math-verify is asked
+    fa = cheap_fingerprint(canonical_key("a^{1000}"))
+    fb = cheap_fingerprint(canonical_key("a^{1001}"))
+    assert fa is not None and fb is not None and fa.points is not None and fb.points is not None
+    assert max(abs(v) for v in (*fa.points, *fb.points)) < 1e-12
+    assert _fp_verdict(fa, fb) is None
+    with EquivalenceChecker(workers=1) as checker:
+        assert checker.compare_pairs([("a^{1000}", "a^{1001}")]) == {
+            ("a^{1000}", "a^{1001}"): False
+        }
+    assert checker.stats.calls == 1
+
+
+def test_equation_chain_is_structured() -> None:
+    fp = cheap_fingerprint(canonical_key("x + 1 = y = 3"))
+    assert fp is not None and fp.structured
+    equation = cheap_fingerprint(canonical_key("a^2 + b^2 = 40"))
+    assert equation is not None and equation.equation and equation.value == 40

@@ -17,7 +17,7 @@ _SCRIPT = """
 import os, sys, time
 from misstep.rollouts import EquivalenceChecker
 checker = EquivalenceChecker(workers=2)
-pool = checker._ensure_pool()
+pool = checker._ensure_pool(2)
 list(pool.map(abs, range(4)))  # start the workers
 print(" ".join(str(pid) for pid in pool._processes), flush=True)
 time.sleep(60)

@@ -11,15 +11,22 @@ Grammar (after ``normalize_answer``, which drops spaces and ``\\left``/``\\right
     power    := atom ("^" ("-")? atom)?
     atom     := number | "(" expr ")" | "{" expr "}" | "\\frac{" expr "}{" expr "}"
               | "\\binom{" expr "}{" expr "}" | "\\sqrt" ("[" expr "]")? atom | "sqrt(" expr ")"
-              | "\\pi"
+              | "\\pi" | variable | function ("(" expr ")" | term-without-functions)
 
-A product without a sign binds tighter than ``/``, as in math-verify's LaTeX parser:
-``27/2\\pi`` is 27/(2π). It never continues with ``\\frac`` (``3\\frac{1}{2}`` may mean 3.5).
+The conventions are math-verify's (its LaTeX parser, latex2sympy2): a product without a sign
+binds tighter than ``/`` (``27/2\\pi`` is 27/(2π)); a function without brackets takes the
+product that follows, up to the next ``+``, ``-`` or function (``\\sin x/2`` is sin(x/2),
+``\\tan 2023\\cdot\\pi`` is tan(2023π), ``\\log 7\\log 17`` a product of two logs); ``\\log``
+is base 10; a single letter other than ``e`` (Euler's number) is a variable, ``i`` included. A
+product continues with ``\\frac`` except after an integer or ``)``: ``3\\frac{1}{2}`` is a mixed
+number there (7/2) and is left to math-verify.
 
 ``arithmetic_value`` gives the exact value (a ``Fraction``) of an answer without roots or π;
-``numeric_value`` gives a 40-digit value of one with them. Anything else (letters, commas,
-sets) gives None and the answer is left to math-verify. Work is bounded: powers up to
-``_MAX_BITS`` bits in exact mode and ``1e300`` in numeric mode, factorials up to 100!.
+``numeric_value`` gives a 50-digit value of one with them; ``numeric_values`` also evaluates
+an answer with variables at two more points (a negative and a complex one), so that two
+expressions are compared as functions. Anything else (other letters, commas, sets) gives None
+and the answer is left to math-verify. Work is bounded: powers up to ``_MAX_BITS`` bits in
+exact mode and ``1e300`` in numeric mode, factorials up to 100!.
 """
 
 from __future__ import annotations
@@ -30,31 +37,37 @@ import zlib
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["arithmetic_value", "numeric_value"]
+__all__ = ["arithmetic_value", "numeric_value", "numeric_values"]
 
 _MAX_CHARS = 200
 _MAX_EXPONENT = 4096
 _MAX_BITS = 256
 _MAX_FACTORIAL = 100
+_MAX_LOG10 = 100_000  # numeric mode: values up to 10^100000 (mpmath's exponent is unbounded)
 _FUNCTIONS = {
     "sin": "sin", "cos": "cos", "tan": "tan", "cot": "cot", "sec": "sec", "csc": "csc",
     "arcsin": "asin", "arccos": "acos", "arctan": "atan", "ln": "ln",
-    "tan^{-1}": "atan", "sin^{-1}": "asin", "cos^{-1}": "acos",
+    "tan^{-1}": "atan", "sin^{-1}": "asin", "cos^{-1}": "acos", "log": "log10",
 }  # fmt: skip
 _GREEK = ("alpha", "beta", "gamma", "theta", "phi", "lambda", "mu", "sigma", "omega", "rho", "tau")
 _TOKEN = re.compile(
     r"\d+(?:\.\d+)?|\.\d+|\\(?:d|t)?frac|\\binom|\\sqrt|sqrt|√|π|\\?pi(?![A-Za-z])|\\cdot|\\times|\\div"
-    r"|\\?(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln)"
+    # Longer commands that start like a function (\sinh; spaces are gone, so "\sin h" too):
+    # a token outside the grammar, so the answer is left to math-verify.
+    r"|\\(?:sinh|cosh|tanh|coth|sech|csch|lnot|lneq|lnsim|lnapprox)"
+    r"|\\(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln|log)"
+    r"|(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln)"
     r"(?=[({]|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z]))"
     r"|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z])"
-    r"|[A-DF-HJ-Za-hj-z]|[-+*/^(){}\[\]!]"
+    r"|[A-DF-HJ-Za-z]|[-+*/^(){}\[\]!]"
 )
 _IRRATIONAL = ("\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e")
-_STARTS_IMPLIED = frozenset({"(", "\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e"})
+_STARTS_IMPLIED = frozenset({"(", "\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e", "\\binom"})
 
 
 def _is_variable(token: str) -> bool:
-    # e is Euler's number, as math-verify reads it; i and E are left out (ambiguous)
+    # e is Euler's number and i a plain variable, as math-verify reads them; E and I are left
+    # out (a symbol and the imaginary unit there)
     return (len(token) == 1 and token.isalpha() and token != "e") or token[1:] in _GREEK
 
 
@@ -68,17 +81,34 @@ def _point(name: str) -> float:
     return 0.5 + (zlib.crc32(name.encode()) % 997) / 1709
 
 
+POINTS = 3
+"""Points at which ``numeric_values`` evaluates an answer with variables."""
+
+
+def _point_at(name: str, index: int, mp: Any) -> Any:
+    """The value of a variable at point ``index``: 0 is ``_point`` (positive, shared with
+    math-verify's fingerprints), 1 a negative number and 2 a complex one, so that expressions
+    that agree only on the positive reals (``\\sqrt{x^2}`` and ``x``) are told apart."""
+    if index == 0:
+        return mp.mpf(_point(name))
+    salt = zlib.crc32((name + "'" * index).encode())
+    if index == 1:
+        return -mp.mpf(0.5 + (salt % 997) / 1709)
+    return mp.mpc(0.3 + (salt % 997) / 1709, 0.4 + (salt % 991) / 1997)
+
+
 class _Fail(Exception):
     pass
 
 
 class _Parser:
-    __slots__ = ("exact", "mp", "pos", "symbols", "tokens")
+    __slots__ = ("exact", "mp", "point", "pos", "symbols", "tokens")
 
-    def __init__(self, tokens: list[str], exact: bool) -> None:
+    def __init__(self, tokens: list[str], exact: bool, point: int = 0) -> None:
         self.tokens = tokens
         self.pos = 0
         self.exact = exact
+        self.point = point
         self.symbols = False
         self.mp: Any = None
         if not exact:
@@ -105,29 +135,36 @@ class _Parser:
             value = value + self.term() if self.take() == "+" else value - self.term()
         return value
 
-    def term(self) -> Any:
-        value = self.implied()
+    def term(self, nofunc: bool = False) -> Any:
+        value = self.implied(nofunc)
         while True:
             token = self.peek()
             if token in ("*", "\\cdot", "\\times"):
                 self.take()
-                value = value * self.implied()
+                value = value * self.implied(nofunc)
             elif token in ("/", "\\div"):
                 self.take()
-                divisor = self.implied()
+                divisor = self.implied(nofunc)
                 if divisor == 0:
                     raise _Fail
                 value = value / divisor
             else:
                 return value
 
-    def implied(self) -> Any:
+    def implied(self, nofunc: bool = False) -> Any:
         value = self.unary()
         while True:
             token = self.peek()
-            if token is None or not (
-                token in _STARTS_IMPLIED or _is_variable(token) or _is_function(token)
-            ):
+            if token is None:
+                return value
+            if _is_function(token):
+                if nofunc:  # a function's argument without brackets ends at the next one
+                    return value
+            elif token in ("\\frac", "\\dfrac", "\\tfrac"):
+                before = self.tokens[self.pos - 1]
+                if before.isdigit() or before == ")":
+                    return value  # 3\frac{1}{2}: a mixed number to math-verify (parse fails)
+            elif not (token in _STARTS_IMPLIED or _is_variable(token)):
                 return value
             value = value * self.postfix()
 
@@ -182,7 +219,7 @@ class _Parser:
             return base**e
         if abs(exponent) > _MAX_EXPONENT or (base == 0 and exponent <= 0):
             raise _Fail
-        if base != 0 and abs(exponent) * self.mp.log(abs(base), 10) > 300:
+        if base != 0 and abs(exponent) * self.mp.log(abs(base), 10) > _MAX_LOG10:
             raise _Fail
         return self.mp.power(base, exponent)
 
@@ -238,18 +275,12 @@ class _Parser:
             self.take(")")
             return self.mp.sqrt(value)
         if _is_function(token):
-            # \cos(x), \cos{x}, and \cos\theta without brackets (one variable only)
-            nxt = self.peek()
-            if nxt is not None and _is_variable(nxt) and nxt not in ("(", "{"):
-                self.take()
-                self.symbols = True
-                argument = self.mp.mpf(_point(nxt.lstrip("\\")))
-            else:
-                argument = self.atom()
+            # \cos(x); without brackets the product that follows: \cos 2\theta, \sin x/2
+            argument = self.atom() if self.peek() == "(" else self.term(nofunc=True)
             return getattr(self.mp, _FUNCTIONS[token.lstrip("\\")])(argument)
         if _is_variable(token):
             self.symbols = True
-            return self.mp.mpf(_point(token.lstrip("\\")))
+            return _point_at(token.lstrip("\\"), self.point, self.mp)
         raise _Fail
 
 
@@ -262,11 +293,12 @@ def _tokens(text: str) -> list[str] | None:
     return tokens
 
 
-def _run(tokens: list[str], exact: bool) -> tuple[Any, bool]:
-    parser = _Parser(tokens, exact)
+def _run(tokens: list[str], exact: bool, point: int = 0) -> tuple[Any, bool]:
+    parser = _Parser(tokens, exact, point)
     try:
         value = parser.expr()
-    except (_Fail, ZeroDivisionError, OverflowError, ValueError):
+    except (_Fail, ZeroDivisionError, OverflowError, ValueError, TypeError):
+        # TypeError: an integer asked of a complex value (a factorial at the complex point)
         return None, False
     return (value if parser.pos == len(tokens) else None), parser.symbols
 
@@ -282,20 +314,51 @@ def arithmetic_value(text: str) -> Fraction | None:
     return value if isinstance(value, Fraction) else None
 
 
+def _evaluate(tokens: list[str], point: int) -> tuple[complex | None, bool] | None:
+    """The value at one point as a complex number (infinite when finite but beyond the float
+    range), and whether the answer has a variable; None outside the grammar or for NaN."""
+    value, symbols = _run(tokens, exact=False, point=point)
+    if value is None:
+        return None
+    result = complex(value)
+    if result != result:
+        return None
+    if math.isinf(abs(result)):
+        import mpmath
+
+        # finite in mpmath (whose exponent is unbounded), beyond the float range
+        return (None if mpmath.isinf(value) else complex(math.inf)), symbols
+    return result, symbols
+
+
 def numeric_value(text: str) -> tuple[complex, bool] | None:
-    """The value of ``text`` computed with 40 digits (roots, π, trigonometric functions and
+    """The value of ``text`` computed with 50 digits (roots, π, trigonometric functions and
     single-letter variables allowed; a variable takes a fixed value derived from its name),
-    and whether it holds a variable; None when it is outside the grammar."""
+    and whether it holds a variable; None when it is outside the grammar or beyond the float
+    range."""
+    got = numeric_values(text, points=1)
+    if got is None or math.isinf(abs(got[0][0])):
+        return None
+    return got[0][0], got[1]
+
+
+def numeric_values(text: str, points: int = POINTS) -> tuple[tuple[complex, ...], bool] | None:
+    """``numeric_value`` at each of ``points`` points: one value for an answer without
+    variables, else ``points`` (None when it has no value at one of them). A finite value
+    beyond the float range (``2022^{2023}``) is given as an infinity."""
     tokens = _tokens(text)
     if tokens is None:
         return None
     import mpmath
 
-    with mpmath.workdps(40):
-        value, symbols = _run(tokens, exact=False)
-        if value is None:
-            return None
-        result = complex(value)
-    if result != result or math.isinf(abs(result)):
-        return None
-    return result, symbols
+    values: list[complex] = []
+    # 50 digits: a cancellation such as (x + 10^{30}) - 10^{30} still leaves 20
+    with mpmath.workdps(50):
+        for point in range(points):
+            got = _evaluate(tokens, point)
+            if got is None or got[0] is None:
+                return None
+            values.append(got[0])
+            if not got[1]:
+                return (got[0],), False
+    return tuple(values), True

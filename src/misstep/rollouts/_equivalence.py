@@ -10,18 +10,26 @@ Decided from the canonical keys alone (``keys_decide``), without math-verify:
   and Qwen2.5-Math harnesses, which also apply it to integers; here ``10000`` != ``10001``);
 - two word answers (``w:`` keys, compared without case) differ when their keys do.
 
-Every other distinct answer is parsed once per problem by math-verify and evaluated at a fixed
-point (each free symbol set from its name): its *fingerprint*. Two answers whose fingerprints
-are far apart are not equal; a non-integer decimal and a value within the tolerance are;
-an answer that does not parse equals nothing. Only the rest reach ``verify``. Grouping answers
+Every other distinct answer gets a *fingerprint* once per problem: its value at a fixed point
+(each free symbol set from its name). Answers in the grammar of misstep's own parser
+(``_arithmetic``: arithmetic, roots, π, e, trigonometry, logarithms, single-letter variables,
+equations of such sides) get it without math-verify (``cheap_fingerprint``), with values at a
+negative and a complex point as well when they have variables; the others are parsed once by
+math-verify. Two answers whose fingerprints are far apart are not equal; a non-integer decimal
+and a value within the tolerance are; two answers of misstep's grammar are equal when their
+values agree at all three points (``_points_verdict``); an answer that does not parse equals
+nothing. Only the rest reach ``verify``. Grouping answers
 into classes compares each answer, most frequent first, with the class representatives whose
 value is near its own (a sorted index), plus those without a value (sets, strings, percentages):
 the work grows with the number of distinct answers, not its square. ``max_cluster_pairs``
 bounds the ``verify`` calls per problem; answers it leaves in a class of their own are counted
 in ``stats.ungrouped`` (a class can be split by it, never wrongly merged).
 
-math-verify runs in a ``ProcessPoolExecutor`` (fork start, ``os.cpu_count()`` workers by
-default). Each parse and comparison runs under a ``SIGALRM`` interval timer set by the worker
+math-verify runs in a ``ProcessPoolExecutor`` (fork start). The pool starts with one worker
+(``grade_traces`` starts it at once when the machine has a spare core, so that it has loaded
+math-verify by the time the first answer needs it) and gets ``os.cpu_count()`` workers (by
+default) once parse work queues up or a solve has more than a few problems.
+Each parse and comparison runs under a ``SIGALRM`` interval timer set by the worker
 itself (tasks run in the worker's main thread, where signals work); math-verify's own timeouts
 are disabled. Over the timeout counts as *not equivalent* and is counted in
 ``stats.timeouts``. A worker stuck in C code ignores the signal: when no task finishes for
@@ -35,7 +43,9 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -51,7 +61,7 @@ from fractions import Fraction
 from types import FrameType
 from typing import Any, Protocol
 
-from misstep.rollouts._arithmetic import numeric_value
+from misstep.rollouts._arithmetic import POINTS, numeric_value, numeric_values
 from misstep.rollouts._normalize import canonical_key
 
 __all__ = [
@@ -62,6 +72,7 @@ __all__ = [
     "ProblemTask",
     "answer_needs_math_verify",
     "answers_equivalent",
+    "cheap_fingerprint",
     "is_rational_key",
     "is_word_key",
     "keys_decide",
@@ -75,6 +86,8 @@ compared only with class representatives whose numeric value is near their own, 
 problems stay far below it; answers it leaves ungrouped are counted (``EquivalenceStats``)."""
 _PREFETCH_BATCH = 8  # answers per prefetch task
 _CHUNK_TASKS = 8  # problems per pool task: amortises pickling without starving a worker
+_GROW_BACKLOG = 3  # prefetch batches waiting on a one-worker pool before it gets every worker
+_GROW_TASKS = 8  # problems for the pool above which it gets every worker
 
 
 def is_rational_key(key: str) -> bool:
@@ -164,6 +177,12 @@ class _Fp:
     structured: bool = False
     """A tuple, interval, inequality, truth value or set of several elements: never equal to
     an answer with a numeric value."""
+    huge: bool = False
+    """A number without free symbols beyond the float range (``2022^{2023}``): never equal to
+    an answer with a (finite) value."""
+    points: tuple[complex, ...] | None = None
+    """Its values at each of ``_arithmetic.POINTS`` points (the first is ``value``), when misstep's
+    own parser computed them: two such answers are equal when all their values are."""
 
 
 _UNKNOWN = _Fp()
@@ -275,7 +294,52 @@ def keys_decide(a_key: str, b_key: str) -> bool | None:
 
 def _rational_fp(key: str) -> _Fp:
     value = _rational(key)
-    return _Fp(complex(float(value)), decimal=_is_decimal(value), exact=True)
+    number = complex(float(value))
+    return _Fp(number, decimal=_is_decimal(value), exact=True, points=(number,) * POINTS)
+
+
+_INFINITIES = {"\\infty": "oo", "+\\infty": "oo", "-\\infty": "-oo"}
+# An unfinished sum ("1 + 2 + ... + 99"): math-verify drops the dots and gets a wrong value.
+_ELLIPSES = ("...", "\\ldots", "\\cdots", "\\dots", "…")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def cheap_fingerprint(key: str) -> _Fp | None:
+    """The fingerprint of an answer computed without math-verify, from its canonical key, or
+    None when only math-verify can give one. Rationals and words by their keys; infinities as
+    math-verify prints them; an unfinished sum (with ``...``) equal only to the same text;
+    expressions in ``_arithmetic``'s grammar by their values (at ``POINTS`` points when they
+    have variables); an equation of two such sides by its right side, and a chain of three or
+    more as math-verify's conjunction of equations (``structured``)."""
+    if is_rational_key(key):
+        return _rational_fp(key)
+    if is_word_key(key):
+        return _Fp(text=key)  # words equal only words, by key
+    if not key.startswith("s:"):
+        return None
+    body = key[2:]
+    infinity = _INFINITIES.get(body)
+    if infinity is not None:
+        return _Fp(text=infinity)
+    if any(dots in body for dots in _ELLIPSES):
+        return _Fp(text=key)
+    if "=" in body:
+        sides = [numeric_value(side) for side in body.split("=")]
+        if any(side is None for side in sides):
+            return None
+        if len(sides) > 2:
+            return _Fp(structured=True)
+        rhs = sides[1]
+        assert rhs is not None
+        return _Fp(rhs[0], equation=True)
+    got = numeric_values(body)
+    if got is None:
+        return None
+    values, symbols = got
+    if any(math.isinf(abs(v)) for v in values):
+        return _Fp(huge=True) if not symbols else None
+    # 2\sqrt{3}, 27/2\pi, z^2+40: valued without a parse
+    return _Fp(values[0], exact=not symbols, points=values if symbols else values * POINTS)
 
 
 class _CustomBackend:
@@ -291,6 +355,10 @@ class _CustomBackend:
         return self._comparator(a, a_key, b, b_key)
 
 
+_WORKER_PARSES: dict[str, list[Any]] = {}
+_WORKER_PARSES_MAX = 20_000
+
+
 class _MathVerify:
     """math-verify with each distinct string parsed once: ``fingerprint`` parses and evaluates
     an answer at a fixed point (each free symbol set to a value derived from its name);
@@ -301,7 +369,11 @@ class _MathVerify:
 
         self._parse = parse
         self._verify = verify
-        self._parsed: dict[str, list[Any]] = {}
+        # Shared by the worker's tasks: an answer parsed by a prefetch batch is not parsed
+        # again by the problem's solve task (bounded: emptied when full).
+        self._parsed = _WORKER_PARSES
+        if len(self._parsed) > _WORKER_PARSES_MAX:
+            self._parsed.clear()
 
     def _get(self, text: str) -> list[Any]:
         hit = self._parsed.get(text)
@@ -322,7 +394,10 @@ class _MathVerify:
             return _Fp(text=str(parsed[0]))  # oo, -oo, zoo: equal only to the same infinity
         if _is_structured(parsed[0]):
             return _Fp(structured=True)
-        value, equation, exact = _fingerprint(parsed)
+        try:
+            value, equation, exact = _fingerprint(parsed)
+        except _Huge:
+            return _Fp(huge=True)
         if "%" in text and value is not None:
             # math-verify reads "9%" as 9 or as 0.09, as suits the other side.
             return _Fp(value, equation=equation, alt=value * 100)
@@ -352,6 +427,10 @@ def _is_infinity(expr: Any) -> bool:
     return expr in (sympy.oo, -sympy.oo, sympy.zoo)
 
 
+class _Huge(Exception):
+    """A parsed number is finite but beyond the float range."""
+
+
 def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     """The value of a parsed expression with free symbols set from their names, whether it
     is an equation (then the value is its last right-hand side, which math-verify compares
@@ -371,10 +450,13 @@ def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     try:
         symbols = expr.free_symbols
         point = {s: 0.5 + (zlib.crc32(str(s).encode()) % 997) / 1709 for s in symbols}
-        value = complex(expr.doit().evalf(30, subs=point))  # doit: unevaluated products
+        evaluated = expr.doit().evalf(30, subs=point)  # doit: unevaluated products
+        value = complex(evaluated)
     except Exception:  # sympy raises many kinds on odd input; no fingerprint then
         return None, is_eq, False
     if value != value or abs(value) == float("inf"):
+        if not symbols and not is_eq and evaluated.is_finite:
+            raise _Huge  # a finite number beyond the float range
         return None, is_eq, False  # nan, or an infinity under some substitution
     return value, is_eq, not symbols and not is_eq
 
@@ -387,6 +469,8 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
         return a.text == b.text  # math-verify compares a bare string only with a string
     if (a.structured and b.value is not None) or (b.structured and a.value is not None):
         return False
+    if (a.huge and b.value is not None) or (b.huge and a.value is not None):
+        return False
     if a.value is None or b.value is None:
         return None
     if a.equation and b.equation:
@@ -394,7 +478,7 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
     if a.alt is not None or b.alt is not None:
         near = any(_close(x, y) for x in _values(a) for y in _values(b))
         return None if near else False
-    if (a.decimal or b.decimal) and not (a.equation or b.equation):
+    if (a.decimal or b.decimal) and a.exact and b.exact:
         return _close(a.value, b.value, DECIMAL_REL_TOL)
     if a.exact and b.exact:
         # Two numbers without free symbols, evaluated to 30 digits: equal values or not.
@@ -402,7 +486,29 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
         return _close(a.value, b.value, _EXACT_REL)
     if not _close(a.value, b.value):
         return False
+    if a.points is not None and b.points is not None:
+        return _points_verdict(a.points, b.points)
     return None
+
+
+_POINT_REL = 1e-10
+_TINY = 1e-12
+
+
+def _points_verdict(a: tuple[complex, ...], b: tuple[complex, ...]) -> bool | None:
+    """Two answers in misstep's grammar, by their values at a positive, a negative and a
+    complex point (50 digits): different when they differ at one point, equal when they
+    agree to ``_POINT_REL`` at all (two different expressions of the grammar agree at all
+    three only by a coincidence of that order), and None (``verify``) when both are tiny at
+    some point (``a^{200}`` and ``a^{300}`` near 0.5), where agreement says nothing."""
+    undecided = False
+    for x, y in zip(a, b, strict=True):
+        scale = max(abs(x), abs(y))
+        if scale < _TINY:
+            undecided = True
+        elif abs(x - y) > _POINT_REL * scale:
+            return False
+    return None if undecided else True
 
 
 def _values(fp: _Fp) -> tuple[complex, ...]:
@@ -445,15 +551,9 @@ def _source(text: str, key: str) -> str:
 def _fingerprint_of(
     text: str, key: str, backend: _Backend, timed: Callable[[Callable[[], Any], Any], Any]
 ) -> _Fp:
-    if is_rational_key(key):
-        return _rational_fp(key)
-    if is_word_key(key):
-        return _Fp(text=key)  # words equal only words, by key
-    cheap = _cheap_value(key)
+    cheap = cheap_fingerprint(key)
     if cheap is not None:
-        # 2\sqrt{3}, 27/2\pi, z^2+40: valued without a parse (math-verify parses only if a
-        # pair of near values needs ``verify``).
-        return _Fp(cheap[0], exact=not cheap[1])
+        return cheap  # math-verify parses it only if a pair of near values needs ``verify``
     return timed(lambda: backend.fingerprint(_source(text, key), key), _UNPARSED)  # type: ignore[no-any-return]
 
 
@@ -582,21 +682,10 @@ class _InProcess:
         raise _NeedsPool
 
 
-def _cheap_value(key: str) -> tuple[complex, bool] | None:
-    """The value of an ``s:`` key in ``numeric_value``'s grammar, and whether it has
-    variables."""
-    if not key.startswith("s:"):
-        return None
-    return numeric_value(key[2:])
-
-
 def answer_needs_math_verify(key: str) -> bool:
-    """Whether an answer with this canonical key may need math-verify: it has no value of
-    its own, or one with variables (two such near values are compared by ``verify``)."""
-    if _key_only(key):
-        return False
-    cheap = _cheap_value(key)
-    return cheap is None or cheap[1]
+    """Whether an answer with this canonical key needs a math-verify parse: it has no
+    fingerprint of misstep's own (``cheap_fingerprint``)."""
+    return cheap_fingerprint(key) is None
 
 
 def _cost(task: ProblemTask) -> int:
@@ -685,6 +774,9 @@ class EquivalenceChecker:
     _prefetched: list[tuple[list[tuple[str, str]], Future[list[_Fp]]]] = field(
         default_factory=list, repr=False
     )
+    _pool_workers: int = field(default=0, repr=False)
+    _retired: list[ProcessPoolExecutor] = field(default_factory=list, repr=False)
+    _submitted: int = field(default=0, repr=False)
 
     def __enter__(self) -> EquivalenceChecker:
         return self
@@ -694,24 +786,48 @@ class EquivalenceChecker:
 
     def close(self) -> None:
         """End the pool's processes."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._pool is not None and self._submitted == 0:
+            # Started early but never needed: do not wait for it to load math-verify.
+            self._kill_pool(count=False)
+        for pool in [*self._retired, *([self._pool] if self._pool is not None else [])]:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._retired.clear()
+        self._pool = None
 
     # -- pool management -------------------------------------------------------------------
     def _n_workers(self) -> int:
         return max(1, self.workers if self.workers is not None else (os.cpu_count() or 1))
 
-    def _ensure_pool(self) -> ProcessPoolExecutor:
+    def _ensure_pool(self, workers: int = 1) -> ProcessPoolExecutor:
+        """The pool, started with ``workers`` processes if there is none. It starts small
+        (each worker spends about a second of CPU loading math-verify, and most runs leave
+        math-verify a few answers) and ``_grow`` gives it every worker once work queues up."""
         if self._pool is None:
+            workers = min(workers, self._n_workers())
             self._pool = ProcessPoolExecutor(
-                max_workers=self._n_workers(),
+                max_workers=workers,
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_init_worker,
                 # Each worker loads math-verify itself, in parallel with the caller's work.
                 initargs=(os.getpid(), self.comparator is None),
             )
+            self._pool_workers = workers
         return self._pool
+
+    def _grow(self) -> None:
+        """Replace a pool smaller than ``workers`` by a full one; the old one finishes the
+        work it was given (its futures stay valid) and then ends."""
+        if self._pool is None or self._pool_workers >= self._n_workers():
+            return
+        old = self._pool
+        self._pool = None
+        old.shutdown(wait=False)
+        self._retired.append(old)
+        self._ensure_pool(self._n_workers())
+
+    def _submit(self, fn: Callable[..., Any], *args: Any, workers: int = 1) -> Future[Any]:
+        self._submitted += 1
+        return self._ensure_pool(workers).submit(fn, *args)
 
     def prefetch(self, text: str, key: str) -> None:
         """Have the workers parse and value this answer now, while the caller reads on, so
@@ -721,14 +837,18 @@ class EquivalenceChecker:
             return
         self._asked.add(key)
         self._batch.append((text, key))
-        if len(self._batch) >= _PREFETCH_BATCH:
+        # Batches amortise the submissions; a pool with nothing to do gets the answer now.
+        if len(self._batch) >= _PREFETCH_BATCH or all(f.done() for _, f in self._prefetched):
             self._flush()
 
     def _flush(self) -> None:
         if self._batch:
             batch, self._batch = self._batch, []
-            future = self._ensure_pool().submit(_fingerprint_batch, batch, self.timeout_s)
+            future = self._submit(_fingerprint_batch, batch, self.timeout_s)
             self._prefetched.append((batch, future))
+            backlog = sum(1 for _, f in self._prefetched[-_GROW_BACKLOG:] if not f.done())
+            if backlog >= _GROW_BACKLOG:
+                self._grow()
 
     def fingerprints(self) -> dict[str, _Fp]:
         """The prefetched fingerprints, by key. A batch that fails or stalls is left out: its
@@ -747,24 +867,29 @@ class EquivalenceChecker:
         return out
 
     def start(self) -> None:
-        """Start the workers now (they load math-verify, about a second of CPU each), so that
-        they are ready when ``solve`` is called; the caller goes on meanwhile."""
-        pool = self._ensure_pool()
-        for _ in range(self._n_workers()):
-            pool.submit(int)  # each submission may spawn a worker, up to max_workers
+        """Start one worker now (it loads math-verify, about a second of CPU), so that it is
+        ready when the first answer needs it; the caller goes on meanwhile. ``close`` ends it
+        without waiting when nothing was asked of it."""
+        # A fork pool starts its processes at the first submission.
+        self._ensure_pool(1).submit(int)
 
-    def _kill_pool(self) -> None:
-        pool = self._pool
+    def _kill_pool(self, count: bool = True) -> None:
+        pools = [*self._retired, *([self._pool] if self._pool is not None else [])]
         self._pool = None
-        if pool is None:
+        self._retired.clear()
+        if not pools:
             return
-        processes: dict[int, Any] = dict(getattr(pool, "_processes", None) or {})
-        for process in processes.values():
+        processes: list[Any] = []
+        for pool in pools:
+            processes.extend((getattr(pool, "_processes", None) or {}).values())
+        for process in processes:
             process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes.values():
+        for pool in pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
             process.join(timeout=5)
-        self.stats.pool_restarts += 1
+        if count:
+            self.stats.pool_restarts += 1
 
     # -- work ------------------------------------------------------------------------------
     def solve(self, tasks: Sequence[ProblemTask]) -> list[ProblemResult]:
@@ -794,10 +919,17 @@ class EquivalenceChecker:
         single: dict[int, list[ProblemResult | None]] = {}
         pending: dict[Future[list[ProblemResult]], tuple[int, int | None]] = {}
 
+        if len(tasks) > _GROW_TASKS:
+            self._grow()
+
         def submit(index: int, part: list[ProblemTask], sub: int | None) -> None:
-            pool = self._ensure_pool()
-            future = pool.submit(
-                _solve_chunk, part, self.timeout_s, self.max_cluster_pairs, self.comparator
+            future = self._submit(
+                _solve_chunk,
+                part,
+                self.timeout_s,
+                self.max_cluster_pairs,
+                self.comparator,
+                workers=self._n_workers() if len(tasks) > _GROW_TASKS else 1,
             )
             pending[future] = (index, sub)
 
@@ -806,8 +938,11 @@ class EquivalenceChecker:
         while pending:
             done, _ = wait(pending, timeout=stall_limit, return_when=FIRST_COMPLETED)
             if not done:
-                stuck = [(f, pending[f]) for f in pending if f.running()]
-                waiting = [(f, pending[f]) for f in pending if not f.running()]
+                # A pool marks a task running once it is queued to a worker, one ahead per
+                # worker: only the earliest running ones (in submission order) are stuck.
+                running = [f for f in pending if f.running()][: self._pool_workers]
+                stuck = [(f, pending[f]) for f in running]
+                waiting = [(f, pending[f]) for f in pending if f not in running]
                 pending.clear()
                 self._kill_pool()
                 for _, (index, sub) in stuck:

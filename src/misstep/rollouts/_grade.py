@@ -38,6 +38,7 @@ answer class is defined by the grade in use, and maj@1 equals pass@1 exactly.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -170,6 +171,10 @@ def grade_traces(
     checker = EquivalenceChecker(
         workers=workers, timeout_s=timeout_s, max_cluster_pairs=max_cluster_pairs
     )
+    if (os.cpu_count() or 1) > 1:
+        # A spare core loads math-verify while this one reads, ready for the first answer
+        # that needs it (ended unused, without waiting, when none does).
+        checker.start()
     try:
         return _grade(traces, regrade, checker, on_progress, stats)
     finally:

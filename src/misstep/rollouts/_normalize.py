@@ -14,7 +14,8 @@
   forms (``(C)``, ``C)``, ``Choice_B``, ``Choice\\_B``, ``Option D``, ``Choice_A: y = 2x+1``)
   becomes the bare capital letter (``s:C``).
 
-Normalisation drops: surrounding ``$``, ``\\(...\\)``; ``\\$``; ``\\left``/``\\right``; LaTeX
+Normalisation writes ``∞`` as ``\\infty`` and ``{n \\choose k}`` as ``\\binom{n}{k}``, and drops:
+surrounding ``$``, ``\\(...\\)``; ``\\$``; ``\\left``/``\\right``; LaTeX
 spacing (``\\!``, ``\\,``, ``\\;``) and whitespace; ``\\text{..}`` wrappers (the text is kept);
 degree marks; a trailing period; braces around one character after ``^`` or ``_``; a unit
 after a number (``5\\text{ cm}``, ``12 dollars``, ``3 hours``: common length, mass, time, money
@@ -51,6 +52,7 @@ _SINGLE_BRACE = re.compile(r"([_^])\{([A-Za-z0-9])\}")
 _FRAC_TWO_DIGITS = re.compile(r"\\frac(\d)(\d)")
 _FRAC_DIGIT_BRACE = re.compile(r"\\frac(\d)\{")
 _FRAC_BRACE_DIGIT = re.compile(r"\\frac\{([^{}]*)\}(\d)")
+_CHOOSE = re.compile(r"\{([^{}]*)\\choose([^{}]*)\}")
 _ASSIGN_LHS = re.compile(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?")
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+"
 # Multiple-choice letters: "(C)", "C)", "\text{(C)}", "Choice_B", "Choice\_B", "Option D".
@@ -145,9 +147,10 @@ def normalize_answer(answer: str) -> str:
     text = _strip_delimiters(answer)
     text = text.replace("\\$", "").replace("\\%", "%")
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
-    text = text.replace("{,}", ",")
+    text = text.replace("{,}", ",").replace("∞", "\\infty")
     text = _LEFT_RIGHT.sub("", text)
     text = _SPACING.sub("", text)
+    text = _CHOOSE.sub(r"\\binom{\1}{\2}", text)  # {n \choose k}
     # Unwrap \text{...} repeatedly: nested wrappers are rare and each pass removes one level.
     for _ in range(3):
         unwrapped = _TEXT_WRAP.sub(r"\1", text)

@@ -44,7 +44,7 @@ __all__ = [
     "load_graded",
 ]
 
-GRADER_VERSION = 4
+GRADER_VERSION = 5
 """Bumped whenever a grading rule changes, so that no stale table is ever read."""
 CACHE_FORMAT_VERSION = 1
 _CHUNK = 1 << 20
