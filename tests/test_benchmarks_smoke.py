@@ -35,6 +35,48 @@ def test_bench_grading_smoke() -> None:
     assert result["ungrouped_answers"] == 0
 
 
+def test_bench_grading_real_repeats_smoke(tmp_path: Path) -> None:
+    real = tmp_path / "real.jsonl"
+    answers = ["4", "2+2", "x^2", "\\sqrt{16}", "5", "\\{1,2\\}", "4", "4"]
+    rows = [  # 3 problems of 16 samples (the benchmark's vote metrics go to k = 16)
+        {
+            "trace_id": f"t{i}",
+            "checkpoint": "step_1",
+            "problem_id": f"p{i % 3}",
+            "gold_answer": "4",
+            "response": f"So the answer is \\boxed{{{answers[i % 8]}}}.",
+        }
+        for i in range(48)
+    ]
+    real.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/bench_grading.py",
+            "--n",
+            "200",
+            "--naive-n",
+            "5",
+            "--real",
+            str(real),
+            "--real-repeats",
+            "2",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert result["real"]["traces"] == 48
+    # 4, 2+2, \sqrt{16}, 4, 4 of every 8 are right
+    assert result["real"]["outcomes"] == {"correct": 30, "wrong": 18}
+    repeats = result["real_repeats"]
+    assert len(repeats["runs"]) == 2
+    assert repeats["speedup_min"] == min(r["speedup"] for r in repeats["runs"])
+
+
 def test_bench_cache_smoke(tmp_path: object) -> None:
     out = subprocess.run(
         [sys.executable, "benchmarks/bench_cache.py", "--n", "300", "--skip-real"],

@@ -303,8 +303,15 @@ def test_tiny_values_at_every_point_ask_math_verify() -> None:
     assert checker.stats.calls == 1
 
 
-def test_equation_chain_is_structured() -> None:
+def test_equation_chain_is_compared_by_its_last_side() -> None:
+    # math-verify: verify(3, "x+1 = y = 3") is True (the answer's last right side), and so here
     fp = cheap_fingerprint(canonical_key("x + 1 = y = 3"))
-    assert fp is not None and fp.structured
+    assert fp is not None and fp.equation and fp.value == 3
+    assert answers_equivalent("3", "x + 1 = y = 3")
+    assert not answers_equivalent("4", "x + 1 = y = 3")
+    # the same when math-verify parses the chain (12C1 is outside misstep's grammar)
+    chain = "12C0 + 11C1 = 1 + 11 = 12"
+    assert answer_needs_math_verify(canonical_key(chain))
+    assert answers_equivalent("12", chain)
     equation = cheap_fingerprint(canonical_key("a^2 + b^2 = 40"))
     assert equation is not None and equation.equation and equation.value == 40

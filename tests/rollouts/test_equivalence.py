@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
 import pytest
 
-from misstep.rollouts import EquivalenceChecker, answers_equivalent
+from misstep.rollouts import EquivalenceChecker, answers_equivalent, canonical_key
 from misstep.rollouts._equivalence import ProblemTask
 
 
@@ -100,3 +101,45 @@ def test_clustering_groups_equivalent_answers() -> None:
         (result,) = checker.solve([task])
     assert result.gold_equal == [False, False, False, True]  # 2/4 + 0 = 1/2
     assert result.representative == [0, 0, 2, -1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return not any(
+                line.startswith("State:") and "Z" in line.split(":", 1)[1][:3] for line in status
+            )
+    except FileNotFoundError:
+        return False
+
+
+def test_an_early_worker_nobody_needed_is_ended_without_waiting() -> None:
+    checker = EquivalenceChecker(workers=2)
+    checker.start()
+    assert checker._pool is not None and checker._pool_workers == 1
+    pids = list(checker._pool._processes)  # type: ignore[attr-defined]
+    assert len(pids) == 1
+    checker.close()  # killed, not left to finish loading math-verify
+    time.sleep(0.2)
+    assert not any(_alive(pid) for pid in pids)
+    assert checker.stats.pool_restarts == 0
+
+
+def test_the_pool_grows_when_parse_work_queues_up() -> None:
+    # sets have no value of their own: each needs a math-verify parse
+    answers = [f"\\{{{k}, {k + 1}\\}}" for k in range(200)]
+    with EquivalenceChecker(workers=2) as checker:
+        checker.start()
+        for text in answers:
+            checker.prefetch(text, canonical_key(text))
+        fingerprints = checker.fingerprints()
+        assert checker._pool_workers == 2
+        assert len(fingerprints) == 200
+        assert all(fp.structured for fp in fingerprints.values())
+        # a later solve uses the grown pool and still gives the right verdicts
+        out = checker.compare_pairs([("\\{1, 2\\}", "\\{2, 1\\}"), ("\\{1, 2\\}", "\\{1, 3\\}")])
+    assert out == {("\\{1, 2\\}", "\\{2, 1\\}"): True, ("\\{1, 2\\}", "\\{1, 3\\}"): False}

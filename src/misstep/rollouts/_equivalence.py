@@ -309,8 +309,8 @@ def cheap_fingerprint(key: str) -> _Fp | None:
     None when only math-verify can give one. Rationals and words by their keys; infinities as
     math-verify prints them; an unfinished sum (with ``...``) equal only to the same text;
     expressions in ``_arithmetic``'s grammar by their values (at ``POINTS`` points when they
-    have variables); an equation of two such sides by its right side, and a chain of three or
-    more as math-verify's conjunction of equations (``structured``)."""
+    have variables); an equation or a chain of such sides by its last side, as math-verify
+    compares it with a value (two equations are left to ``verify``)."""
     if is_rational_key(key):
         return _rational_fp(key)
     if is_word_key(key):
@@ -327,11 +327,10 @@ def cheap_fingerprint(key: str) -> _Fp | None:
         sides = [numeric_value(side) for side in body.split("=")]
         if any(side is None for side in sides):
             return None
-        if len(sides) > 2:
-            return _Fp(structured=True)
-        rhs = sides[1]
-        assert rhs is not None
-        return _Fp(rhs[0], equation=True)
+        last = sides[-1]
+        assert last is not None
+        # math-verify compares a value with an equation's (or a chain's) last right side
+        return _Fp(last[0], equation=True)
     got = numeric_values(body)
     if got is None:
         return None
@@ -410,9 +409,22 @@ class _MathVerify:
         return bool(self._verify(pa, pb, timeout_seconds=None))
 
 
-def _is_structured(expr: Any) -> bool:
+def _equation_chain(expr: Any) -> list[Any] | None:
+    """The equations of a chain ``a = b = c`` as math-verify parses it (its own ``And``, which
+    keeps their order), or None."""
     import sympy  # type: ignore[import-untyped]
 
+    args = getattr(expr, "_unsorted_args", None)
+    if isinstance(expr, sympy.And) and args and all(isinstance(a, sympy.Eq) for a in args):
+        return list(args)
+    return None
+
+
+def _is_structured(expr: Any) -> bool:
+    import sympy
+
+    if _equation_chain(expr) is not None:
+        return False  # an equation: math-verify compares a value with its last right side
     if isinstance(expr, sympy.FiniteSet):
         return len(expr) != 1  # math-verify compares {5} with 5
     return isinstance(
@@ -442,6 +454,9 @@ def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     expr = parsed[0]
     if isinstance(expr, sympy.FiniteSet) and len(expr) == 1:
         expr = next(iter(expr))
+    chain = _equation_chain(expr)
+    if chain is not None:
+        expr = chain[-1]
     is_eq = isinstance(expr, sympy.Eq)
     if is_eq:
         expr = expr.rhs
