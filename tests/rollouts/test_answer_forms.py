@@ -315,3 +315,13 @@ def test_equation_chain_is_compared_by_its_last_side() -> None:
     assert answers_equivalent("12", chain)
     equation = cheap_fingerprint(canonical_key("a^2 + b^2 = 40"))
     assert equation is not None and equation.equation and equation.value == 40
+
+
+def test_equations_with_far_right_sides_can_share_a_class() -> None:
+    # math-verify: x+y = 3 and 2x+2y = 6 are the same equation (checked by hand with its
+    # verify, both ways), though their right sides differ; a+b = 5 and a+b = 7 are not
+    answers = ("x+y=3", "a+b=5", "2x+2y=6", "a+b=7")
+    task = ProblemTask(None, None, answers, tuple(canonical_key(a) for a in answers))
+    with EquivalenceChecker(workers=1) as checker:
+        (result,) = checker.solve([task])
+    assert result.representative == [0, 1, 0, 3]

@@ -533,8 +533,9 @@ def _values(fp: _Fp) -> tuple[complex, ...]:
 
 
 class _NumericIndex:
-    """Class representatives with a numeric fingerprint, sorted by real part, so that an
-    answer is compared only with the representatives whose value is near its own."""
+    """Class representatives with a numeric fingerprint (equations aside), sorted by real
+    part, so that an answer is compared only with the representatives whose value is near its
+    own."""
 
     def __init__(self) -> None:
         self._reals: list[float] = []
@@ -651,10 +652,12 @@ def _solve(
             mine = fp(task.answers[i], key)
             if not mine.parsed and not _key_only(key):
                 candidates: list[int] = []  # equal to nothing
-            elif mine.value is not None:
+            elif mine.value is not None and not mine.equation:
                 near = {r for v in _values(mine) for r in index.near(v)}
                 candidates = sorted(near.union(loose))
             else:
+                # math-verify compares two equations as equations: x+y = 3 is 2x+2y = 6,
+                # whatever their right sides' values
                 candidates = reps
             for r in candidates:
                 if (
@@ -672,7 +675,7 @@ def _solve(
         if found == i:
             reps.append(i)
             mine = fp(task.answers[i], key)
-            if mine.value is not None:
+            if mine.value is not None and not mine.equation:
                 for v in _values(mine):
                     index.add(v, i)
             else:
