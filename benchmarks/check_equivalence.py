@@ -19,17 +19,11 @@ import time
 from itertools import combinations
 from pathlib import Path
 
+from bench_grading import REAL_RUN
+
 from misstep.rollouts import EquivalenceChecker, extract_answer, read_traces
 from misstep.rollouts._equivalence import is_rational_key
 from misstep.rollouts._normalize import canonical_key
-
-REAL_RUN = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "reasoning_gym_eval"
-    / "llama_rl_ckpts.jsonl.gz"
-)
 
 
 def _distinct_answers(path: Path) -> dict[tuple[str, str], dict[str, str]]:

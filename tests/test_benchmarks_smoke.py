@@ -6,28 +6,27 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO_ROOT
 
 
-def test_bench_grading_smoke() -> None:
+def _bench(script: str, *args: str, timeout: int = 300) -> Any:
+    """Run ``benchmarks/<script>`` with ``args``; its one JSON object."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "benchmarks/bench_grading.py",
-            "--n",
-            "1500",
-            "--naive-n",
-            "20",
-            "--skip-real",
-        ],
+        [sys.executable, f"benchmarks/{script}", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=True,
     )
-    result = json.loads(out.stdout)["synthetic"]
+    return json.loads(out.stdout)
+
+
+def test_bench_grading_smoke() -> None:
+    result = _bench("bench_grading.py", "--n", "1500", "--naive-n", "20", "--skip-real")
+    result = result["synthetic"]
     assert result["traces"] == 1500
     for key in ("seconds", "traces_per_s", "peak_rss_mb", "naive_traces_per_s", "speedup"):
         assert result[key] > 0
@@ -49,26 +48,17 @@ def test_bench_grading_real_repeats_smoke(tmp_path: Path) -> None:
         for i in range(48)
     ]
     real.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    out = subprocess.run(
-        [
-            sys.executable,
-            "benchmarks/bench_grading.py",
-            "--n",
-            "200",
-            "--naive-n",
-            "5",
-            "--real",
-            str(real),
-            "--real-repeats",
-            "2",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
+    result = _bench(
+        "bench_grading.py",
+        "--n",
+        "200",
+        "--naive-n",
+        "5",
+        "--real",
+        str(real),
+        "--real-repeats",
+        "2",
     )
-    result = json.loads(out.stdout)
     assert result["real"]["traces"] == 48
     # 4, 2+2, \sqrt{16}, 4, 4 of every 8 are right
     assert result["real"]["outcomes"] == {"correct": 30, "wrong": 18}
@@ -78,15 +68,7 @@ def test_bench_grading_real_repeats_smoke(tmp_path: Path) -> None:
 
 
 def test_bench_cache_smoke(tmp_path: object) -> None:
-    out = subprocess.run(
-        [sys.executable, "benchmarks/bench_cache.py", "--n", "300", "--skip-real"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result = json.loads(out.stdout)
+    result = _bench("bench_cache.py", "--n", "300", "--skip-real")
     case = result["synthetic"]
     assert case["traces"] == 300
     for key in ("first_s", "second_s", "ratio", "load_first_s", "load_cached_s", "load_ratio"):
@@ -101,15 +83,7 @@ def test_bench_no_answer_smoke(tmp_path: Path) -> None:
         {"problem_id": "p", "response": "I am not sure.", "correct": False},
     ]
     (data / "traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = subprocess.run(
-        [sys.executable, "benchmarks/bench_no_answer.py", "--data", str(tmp_path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    result = json.loads(out.stdout)
+    result = _bench("bench_no_answer.py", "--data", str(tmp_path), timeout=120)
     assert result == {
         "mrben": {
             "traces": 2,
@@ -123,14 +97,6 @@ def test_bench_no_answer_smoke(tmp_path: Path) -> None:
 
 
 def test_bench_servers_smoke() -> None:
-    out = subprocess.run(
-        [sys.executable, "benchmarks/bench_servers.py", "--n", "60", "--servers", "2"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    result = json.loads(out.stdout)
+    result = _bench("bench_servers.py", "--n", "60", "--servers", "2")
     assert result["labels"] == 60 and result["servers"] == 2
     assert result["one_server_labels_per_s"] > 0 and result["ratio"] > 0
