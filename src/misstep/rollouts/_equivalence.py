@@ -515,7 +515,8 @@ def _points_verdict(a: tuple[complex, ...], b: tuple[complex, ...]) -> bool | No
     complex point (50 digits): different when they differ at one point, equal when they
     agree to ``_POINT_REL`` at all (two different expressions of the grammar agree at all
     three only by a coincidence of that order), and None (``verify``) when both are tiny at
-    some point (``a^{200}`` and ``a^{300}`` near 0.5), where agreement says nothing."""
+    some point (``a^{1000}`` and ``a^{1001}``, where a's points are below 1 in modulus), where
+    agreement says nothing."""
     undecided = False
     for x, y in zip(a, b, strict=True):
         scale = max(abs(x), abs(y))
