@@ -16,6 +16,7 @@ costs 1.6 ms.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import time
@@ -225,6 +226,21 @@ class OpenAIJudge:
         ]
         self.notices: list[str] = []
         """Messages for the user (a server dropped); the pipeline prints and clears them."""
+
+    def for_label(
+        self, label_type: type[BaseModel], schema: dict[str, Any], judge_id: str
+    ) -> OpenAIJudge:
+        """This judge asking for another structured output (``misstep select``'s choice): the
+        same servers, clients and sampling settings; closing either closes both."""
+        other = copy.copy(self)
+        other._label_type = label_type
+        other._judge_id = judge_id
+        other._response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": label_type.__name__, "schema": schema},
+        }
+        other.notices = []
+        return other
 
     @property
     def judge_id(self) -> str:

@@ -221,22 +221,7 @@ def run_selection(
     schema = Selection.model_json_schema()
     schema["additionalProperties"] = False
     schema["required"] = ["analysis", "choice"]
-    judge = OpenAIJudge(
-        base_url=backend.base_url,
-        model=backend.model,
-        label_type=Selection,
-        schema=schema,
-        judge_id=jid,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        timeout_s=config.timeout_s,
-        deadline_s=config.deadline_s,
-        max_retries=config.max_retries,
-        concurrency=config.concurrency,
-        reasoning_effort=config.reasoning_effort,
-        chat_template_kwargs=config.chat_template_kwargs,
-        extra_base_urls=tuple(config.extra_base_urls),
-    )
+    judge = backend.for_label(Selection, schema, jid)
     with run_dir_lock(run_dir):
         done = {
             (r.checkpoint, r.dataset, r.problem_id)
@@ -360,8 +345,7 @@ async def _select_all(
     try:
         return list(await asyncio.gather(*(one(key) for key in todo)))
     finally:
-        await judge.aclose()
-        await backend.aclose()
+        await backend.aclose()  # the select judge shares its clients
 
 
 def read_selections(run_dir: str | Path) -> Iterator[SelectionRecord]:
