@@ -87,7 +87,12 @@ def _context(path: list[str], cmd: Any, root: Any) -> Any:
 
 def _option_lines(param: Any, ctx: Any) -> list[str]:
     record = param.get_help_record(ctx)
-    decl, help_text = record if record else ("/".join(param.opts), param.help or "")
+    if record is None:  # --help leaves hidden options out; the reference lists them
+        decl, help_text = ", ".join(param.opts), param.help or ""
+        if param.default is not None and not param.is_flag:
+            help_text += f" [default: {getattr(param.default, 'value', param.default)}]"
+    else:
+        decl, help_text = record
     # "[default: x; x>=1; required]" as --help appends it, apart from the text itself.
     extras = ""
     m = re.search(r"\s*\[([^\[\]]*)\]\s*$", help_text)
