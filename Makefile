@@ -1,11 +1,13 @@
 # Two entry points: `make demo` and `make test`. Both build .venv on first use.
+# `make docs` builds the docs site strictly (make test does too).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +21,11 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[dev,ray]" || echo "note: the ray extra could not be installed; its tests will skip"
 	touch $(TEST_STAMP)
 
+# The docs site: mkdocs with the Material theme and mkdocstrings (the docs extra).
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[dev,docs]"
+	touch $(DOCS_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/misstep demo --out demo-run
 
@@ -27,8 +34,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
 
-test: $(TEST_STAMP) lint
+# --strict: a broken link, a missing page or a docstring mkdocstrings cannot read fails the build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: $(TEST_STAMP) lint docs
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) demo-run .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-run site .pytest_cache .mypy_cache .ruff_cache

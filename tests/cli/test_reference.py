@@ -67,7 +67,7 @@ def test_every_command_and_option_of_help_is_in_the_reference() -> None:
     assert n_options == len(bullets) >= 150
 
 
-class _Colour(str, enum.Enum):
+class _Colour(enum.StrEnum):
     red = "red"
     blue = "blue"
 
