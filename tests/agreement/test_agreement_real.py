@@ -105,7 +105,7 @@ def test_mr_gsm8k_tags_vs_rules_judge(shared_data: Path, tmp_path: Path) -> None
 
 
 def test_mrben_figures_through_the_command(shared_data: Path) -> None:
-    # The README's Mr-Ben figures, reproduced by its command: 769 traces typed by both
+    # The Mr-Ben figures of docs/validation.md, reproduced by its command: 769 traces typed by both
     # annotators; Cohen's kappa, Krippendorff's alpha and Fleiss' kappa all 0.413.
     result = runner.invoke(
         app,

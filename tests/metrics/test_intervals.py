@@ -83,5 +83,5 @@ def test_intervals_cover_the_population_value() -> None:
             assert ci is not None
             hits[key] += ci[0] <= truth <= ci[1]
     coverage = {key: value / reps for key, value in hits.items()}
-    print(coverage)  # shown with -s; quoted in the README
+    print(coverage)  # shown with -s; quoted in docs/metrics.md
     assert all(0.93 <= value <= 0.97 for value in coverage.values()), coverage
