@@ -7,8 +7,9 @@
   process, in a directory holding the synthetic run as `rollouts.jsonl`.
 - Every `misstep ...` line of a shell block is parsed against the typer app: the command exists,
   each option exists on that command, a choice is one of its choices, a flag takes no value,
-  and the count of positional arguments fits. (Shell blocks are not run: they need a vLLM
-  server, the shared data or a user's files.)
+  and the count of positional arguments fits. The README's quickstart lines that need no server
+  also run, on the synthetic run; the other shell lines need a vLLM server, the shared data or
+  a user's files, and are only parsed.
 - The documented vLLM server command sits right after its marker, and no page shows the
   whitespace flag without the backend vLLM needs for it.
 - Every page is in the mkdocs nav, and every relative link of the README leads to a file.
@@ -264,6 +265,30 @@ def test_the_checker_finds_what_is_wrong(line: str, problem: str | None) -> None
         assert problems == []
     else:
         assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.slow
+def test_the_readme_quickstart_runs_on_the_synthetic_run(
+    synthetic_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's `misstep` lines that need no server run as written, with the rules judge's
+    labels standing in for the vLLM server's in runs/judge."""
+    from typer.testing import CliRunner
+
+    shutil.copy(synthetic_run, tmp_path / "rollouts.jsonl")
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    stand_in = runner.invoke(app, ["label", "rollouts.jsonl", "--out", "runs/judge"])
+    assert stand_in.exit_code == 0, stand_in.output
+    ran = []
+    for tokens in _misstep_lines(README):
+        if "--base-url" in tokens:
+            continue
+        result = runner.invoke(app, tokens[1:])
+        assert result.exit_code == 0, f"{' '.join(tokens)}:\n{result.output[-2000:]}"
+        ran.append(tokens[1])
+    assert ran == ["summary", "link", "report"]
+    assert (tmp_path / "report.html").stat().st_size > 0
 
 
 # ---------------------------------------------------------------- the site's structure
