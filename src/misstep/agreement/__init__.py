@@ -36,6 +36,7 @@ from misstep.agreement._krippendorff import (
     item_coincidences,
     krippendorff_alpha,
 )
+from misstep.agreement._labelled import LabelledRun, add_error_distributions, load_labelled_run
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
     NO_ERROR_CHOICE,
@@ -59,12 +60,14 @@ __all__ = [
     "CorrectedDistribution",
     "Disagreement",
     "ErrorDistribution",
+    "LabelledRun",
     "OverallAgreement",
     "PairAgreement",
     "Rating",
     "SampleRow",
     "StepAgreement",
     "StepScores",
+    "add_error_distributions",
     "agreement_report",
     "allocate",
     "alpha_from_coincidences",
@@ -83,6 +86,7 @@ __all__ = [
     "kappa_from_confusions",
     "krippendorff_alpha",
     "labelstudio_config",
+    "load_labelled_run",
     "ok_types",
     "per_category_scores",
     "percentile_ci",

@@ -458,45 +458,25 @@ def summary_error_section(
     table for people; notes go to stderr."""
     from rich.table import Table
 
-    from misstep.agreement import error_distributions, plot_confusion, read_annotations
-    from misstep.labels import check_labels_input, read_label_rows
-    from misstep.taxonomy import load_taxonomy
+    from misstep.agreement import add_error_distributions, load_labelled_run, plot_confusion
 
-    keys = load_taxonomy(None).keys
-    stored = read_label_rows(
-        labels, judge=judge_id
-    )  # status and type only: memory never grows with text
-    outside = check_labels_input(
+    labelled = load_labelled_run(
         labels,
-        stored,
-        input_path=run.input_path,
-        input_sha256=run.input_sha256,
-        trace_ids=set(run.table["trace_id"].tolist()),
+        run,
+        judge=judge_id,
+        human=human,
         allow_other_input=labels_from_other_input,
+        seed=seed,
     )
-    if outside:
+    if labelled.outside:
         err_console.print(
-            f"{outside} labelled trace(s) of {quote(labels)} are not in {quote(run.input_path)} "
-            "and are left out",
+            f"{labelled.outside} labelled trace(s) of {quote(labels)} are not in "
+            f"{quote(run.input_path)} and are left out",
             soft_wrap=True,
         )
-    people = [row for path in human for row in read_annotations(path)]
-    dists = error_distributions(
-        run.table, stored, keys, human=people or None, seed=seed, pool_datasets=pool_datasets
-    )
-    by_group = {(d.checkpoint, d.dataset): d for d in dists}
-    for record in records:
-        d = by_group.get((str(record.get("checkpoint")), str(record.get("dataset"))))
-        record["n_labelled"] = d.n_labelled if d is not None else 0
-        record["labelled_share"] = d.labelled_share if d is not None else None
-        record["error_dist"] = d.error_dist if d is not None else None
-        if people:
-            record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
-            record["error_dist_ci"] = d.error_dist_ci if d is not None else None
-        if flat:
-            for name in ("error_dist", "error_dist_corrected", "error_dist_ci"):
-                for key, value in (record.pop(name, None) or {}).items():
-                    record[f"{name}.{key}"] = value
+    stored, people, keys = labelled.labels, labelled.human, labelled.categories
+    dists = labelled.distributions(pool_datasets=pool_datasets)
+    add_error_distributions(records, dists, corrected=bool(people), flat=flat)
     if plot is not None:
         with writing(plot):
             written = plot_confusion(stored, people, keys, plot)
