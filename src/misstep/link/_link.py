@@ -283,7 +283,9 @@ def _mix(rows: pd.DataFrame, types: list[str]) -> dict[str, float]:
     return {t: float(counts.get(t, 0) / len(rows)) for t in types}
 
 
-def _agreement(human: Sequence[HumanLabel], labelled: pd.DataFrame) -> dict[str, Any] | None:
+def _agreement(
+    human: Sequence[HumanLabel], labelled: pd.DataFrame, types: Sequence[str] = ()
+) -> dict[str, Any] | None:
     """Judge vs the human consensus (``misstep.labels.human_consensus``: ties have none)."""
     from sklearn.metrics import cohen_kappa_score
 
@@ -294,7 +296,9 @@ def _agreement(human: Sequence[HumanLabel], labelled: pd.DataFrame) -> dict[str,
     if not pairs:
         return {"n": 0, "note": "no trace has both a judge label and a human consensus"}
     jl, hl = zip(*pairs, strict=True)
-    cats = sorted(set(jl) | set(hl))
+    used = set(jl) | set(hl)
+    # The taxonomy's order, as every table; a type outside it (no taxonomy given) after.
+    cats = [t for t in types if t in used] + sorted(used - set(types))
     matrix = [[sum(1 for a, b in pairs if b == r and a == c) for c in cats] for r in cats]
     kappa = cohen_kappa_score(list(hl), list(jl), labels=cats) if len(cats) > 1 else None
     return {
@@ -597,7 +601,7 @@ def link_analysis(
         cause_shifts=c_shifts,
         vote_transitions=vote_transitions(graded, checkpoints),
         coverage=coverage_table(graded),
-        agreement=_agreement(human, lab) if human is not None else None,
+        agreement=_agreement(human, lab, types) if human is not None else None,
         findings=findings,
         notes=notes,
     )
