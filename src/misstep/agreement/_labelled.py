@@ -83,7 +83,9 @@ class LabelledRun:
     """Bootstrap resamples of the distributions' intervals."""
     seed: int = 0
     """Seed of the distributions' bootstrap."""
-    _dists: dict[bool, list[ErrorDistribution]] = field(default_factory=dict, repr=False)
+    _dists: dict[bool, list[ErrorDistribution]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     @property
     def table(self) -> pd.DataFrame:
