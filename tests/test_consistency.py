@@ -232,3 +232,259 @@ def test_by_dataset_agrees_with_summary(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert out.exists() and (tmp_path / "report.d.html").exists()
     assert (tmp_path / "report.e.html").exists()
+
+
+# --- one labelled run: two datasets, a label budget, people's labels, a custom taxonomy -----
+
+TAXONOMY = """\
+id: consistency-test
+version: 1
+categories:
+  - key: other
+    definition: anything else
+  - key: arithmetic
+    definition: a calculation done wrong
+  - key: copying
+    definition: a number copied wrongly
+  - key: unused
+    definition: a type nobody gives
+"""
+KEYS = ["other", "arithmetic", "copying", "unused"]  # the file's order, not sorted
+
+
+def _budget_rows() -> list[dict[str, Any]]:
+    """Wrong traces whose type the rules judge reads off the text: "2 + 2 = 5" is arithmetic,
+    "2 + 2 = 4" (nothing to find) is other. Wrong traces per checkpoint x dataset:
+    c1/d 12 (arithmetic), c1/e 4 (other), c2/d 4 (other), c2/e 8 (arithmetic)."""
+    rows: list[dict[str, Any]] = []
+
+    def add(ck: str, ds: str, pid: str, answer: str, ok: bool, n: int, slip: bool) -> None:
+        for _ in range(n):
+            i = sum(
+                1 for r in rows if (r["checkpoint"], r["dataset"], r["problem_id"]) == (ck, ds, pid)
+            )
+            rows.append(
+                {
+                    "checkpoint": ck,
+                    "step": int(ck[1]),
+                    "dataset": ds,
+                    "problem_id": pid,
+                    "sample_idx": i,
+                    "response": f"We add.\n\n2 + 2 = {5 if slip else 4}\n\nThe answer is {answer}.",
+                    "pred_answer": answer,
+                    "correct": ok,
+                }
+            )
+
+    add("c1", "d", "p1", "A", True, 2, False)
+    add("c1", "d", "p1", "W", False, 6, True)
+    add("c1", "d", "p2", "X", False, 6, True)
+    add("c1", "e", "p1", "A", True, 2, False)
+    add("c1", "e", "p1", "W", False, 4, False)
+    add("c2", "d", "p1", "W", False, 4, False)
+    add("c2", "e", "p1", "A", True, 1, False)
+    add("c2", "e", "p1", "W", False, 8, True)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def budget_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from misstep.labels import read_labels
+
+    tmp = tmp_path_factory.mktemp("budget")
+    traces = _write(tmp / "traces.jsonl", _budget_rows())
+    taxonomy = tmp / "taxonomy.yaml"
+    taxonomy.write_text(TAXONOMY, encoding="utf-8")
+    run_dir = tmp / "run"
+    result = runner.invoke(
+        app,
+        [
+            *("label", str(traces), "--out", str(run_dir), "--judge", "rules"),
+            *("--per-checkpoint", "4", "--taxonomy", str(taxonomy)),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    labels = read_labels(run_dir)
+    ok = sorted(t for t, lab in labels.items() if lab.status == "ok")
+    assert len(ok) == 16  # 4 drawn per checkpoint x dataset
+    arith = [t for t in ok if labels[t].error_type == "arithmetic"][:4]
+    other = [t for t in ok if labels[t].error_type == "other"][:4]
+    # People (two, agreeing): of the four the judge calls arithmetic, one is "other"; the four
+    # it calls other are other. ann1 keeps hers in the run (RUN_DIR/human/, as the review app
+    # writes them), ann2 hands in a CSV.
+    people = (
+        {t: "arithmetic" for t in arith[:3]} | {arith[3]: "other"} | dict.fromkeys(other, "other")
+    )
+    (run_dir / "human").mkdir()
+    _write(
+        run_dir / "human" / "ann1.jsonl",
+        [{"trace_id": t, "annotator": "ann1", "error_type": e} for t, e in people.items()],
+    )
+    csv_path = tmp / "ann2.csv"
+    csv_path.write_text(
+        "trace_id,annotator,error_type,has_error\n"
+        + "".join(f"{t},ann2,{e},yes\n" for t, e in people.items()),
+        encoding="utf-8",
+    )
+    return {"traces": traces, "run": run_dir, "human": csv_path, "taxonomy": taxonomy, "tmp": tmp}
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Equal numbers, None for None, lists and dicts element by element."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if a is None or b is None:
+        return a is None and b is None
+    return bool(a == pytest.approx(b))
+
+
+def test_one_labelled_run_gives_one_answer(budget_run: dict[str, Path]) -> None:
+    traces, labels, human = (str(budget_run[k]) for k in ("traces", "run", "human"))
+    common = ["--labels", labels, "--human", human]
+    summary = _json(["summary", traces, "--by", "checkpoint", "--format", "json", *common])
+    by_ds = _json(["summary", traces, "--by", "dataset", "--format", "json", *common])
+    link = _json(["link", traces, *common, "--by", "dataset", "--format", "json"])
+    agree = _json(["agree", "--judge", labels, "--human", human, "--format", "json"])
+
+    # Every table shows the run's taxonomy, in its order, the unused type too.
+    assert link["types"] == KEYS
+    assert all(r["types"] == KEYS for r in link["by_dataset"].values())
+    by_ck = {r["checkpoint"]: r for r in summary}
+    for row in summary:
+        assert list(row["error_dist"]) == KEYS
+    # Stratified by dataset, by hand: c1 has 12 wrong traces in d (all arithmetic, 4 labelled)
+    # and 4 in e (all other, 4 labelled): arithmetic 12/16 = 0.75 (the 8 labels alone: 0.5).
+    # c2: d 4 other, e 8 arithmetic: arithmetic 8/12.
+    assert by_ck["c1"]["error_dist"]["arithmetic"] == pytest.approx(0.75)
+    assert by_ck["c1"]["error_dist"]["other"] == pytest.approx(0.25)
+    assert by_ck["c2"]["error_dist"]["arithmetic"] == pytest.approx(8 / 12)
+    assert by_ck["c1"]["error_dist"]["unused"] == 0.0
+    assert by_ck["c1"]["labelled_share"] == pytest.approx(8 / 16)
+    low, high = by_ck["c1"]["error_dist_raw_ci"]["arithmetic"]
+    assert low <= 0.75 <= high
+
+    # summary and link: every shared number of the pooled checkpoints, intervals included.
+    for c in link["checkpoints"]:
+        row = by_ck[c["checkpoint"]]
+        assert c["n_labelled"] == row["n_labelled"]
+        assert c["labelled_share"] == pytest.approx(row["labelled_share"])
+        assert c["error_dist_source"] == "corrected"
+        assert _close(c["error_dist_judge"], row["error_dist"])
+        assert _close(c["error_dist_corrected"], row["error_dist_corrected"])
+        assert _close(c["error_dist"], row["error_dist_corrected"])
+        assert _close(c["error_dist_ci"], row["error_dist_ci"])
+        # People identify arithmetic and other, never copying or unused.
+        assert c["not_identified"] == ["copying", "unused"]
+        assert row["error_dist_corrected"]["unused"] is None
+    # People call one of the judge's four arithmetic labels "other": the corrected share of
+    # arithmetic is below the judge's.
+    assert by_ck["c1"]["error_dist_corrected"]["arithmetic"] < 0.75
+    # per dataset: link --by dataset and summary --by dataset.
+    groups = {(r["checkpoint"], r["dataset"]): r for r in by_ds}
+    for dataset, result in link["by_dataset"].items():
+        for c in result["checkpoints"]:
+            row = groups[(c["checkpoint"], dataset)]
+            assert _close(c["error_dist_judge"], row["error_dist"])
+            assert _close(c["error_dist_corrected"], row["error_dist_corrected"])
+            assert _close(c["error_dist_ci"], row["error_dist_ci"])
+
+    # People's labels: one reader, both files (the run's own and --human): 8 traces with a
+    # consensus, in link and agree; agree orders its matrices by the run's taxonomy.
+    assert link["agreement"]["n"] == 8 and link["agreement"]["n_tied"] == 0
+    judge_rows = [e for e in agree["confusion"] if e["rater"] not in ("ann1", "ann2")]
+    assert judge_rows and judge_rows[0]["n"] == 8
+    assert judge_rows[0]["categories"][: len(KEYS)] == KEYS
+    # one judge mistake in 8: 7 agree
+    assert judge_rows[0]["accuracy"] == pytest.approx(7 / 8)
+
+
+def test_report_and_sample_use_the_same_run(budget_run: dict[str, Path]) -> None:
+    traces, labels, human = (str(budget_run[k]) for k in ("traces", "run", "human"))
+    link = _json(["link", traces, "--labels", labels, "--human", human, "--format", "json"])
+    out = budget_run["tmp"] / "report.html"
+    result = runner.invoke(
+        app, ["report", traces, "--labels", labels, "--human", human, "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    html = out.read_text(encoding="utf-8")
+    assert "error types: " + ", ".join(KEYS) in html
+    assert "".join(f"<th>{k}</th>" for k in KEYS) in html
+    for c in link["checkpoints"]:
+        share = c["error_dist"]["arithmetic"]
+        assert f"{100 * share:.0f}%" in html
+    assert "not identified" in html  # copying and unused have no corrected share
+
+    # sample: every judged trace (n covers them all), weighted back through the label budget:
+    # weight = (N_h / n_h = 1) / inclusion probability, c1/d drew 4 of 12 (3), c2/e 4 of 8 (2),
+    # the others all of theirs (1).
+    task = budget_run["tmp"] / "task.json"
+    result = runner.invoke(
+        app,
+        [
+            *("sample", traces, "--labels", labels, "--out", str(task), "--n", "16"),
+            *("--stratify", "checkpoint", "--format", "labelstudio"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = [t["data"] for t in json.loads(task.read_text(encoding="utf-8"))]
+    assert len(rows) == 16
+    weights = {(r["checkpoint"], r["dataset"]): r["weight"] for r in rows}
+    assert weights == {
+        ("c1", "d"): pytest.approx(3.0),
+        ("c1", "e"): pytest.approx(1.0),
+        ("c2", "d"): pytest.approx(1.0),
+        ("c2", "e"): pytest.approx(2.0),
+    }
+    config = (budget_run["tmp"] / "task.json.labelstudio.xml").read_text(encoding="utf-8")
+    assert re.findall(r'<Choice value="(\w+)"/>', config) == [*KEYS, "no_error"]
+
+
+def test_a_mistyped_or_moved_taxonomy_is_an_error(budget_run: dict[str, Path]) -> None:
+    import shutil
+
+    traces, labels = str(budget_run["traces"]), budget_run["run"]
+    tmp = budget_run["tmp"]
+    # A person's type outside the run's taxonomy: file, line, field, value, allowed keys.
+    bad = _write(
+        tmp / "bad.jsonl",
+        [
+            {"trace_id": "x", "annotator": "ann3", "error_type": "other"},
+            {"trace_id": "y", "annotator": "ann3", "error_type": "misread"},
+        ],
+    )
+    for args in (
+        ["summary", traces, "--labels", str(labels), "--human", str(bad)],
+        ["link", traces, "--labels", str(labels), "--human", str(bad)],
+        ["agree", "--judge", str(labels), "--human", str(bad)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert "bad.jsonl, line 2" in text and "'error_type'" in text and "misread" in text
+        assert "other, arithmetic, copying, unused" in text
+
+    # The run's taxonomy file moved: a clear error, and --taxonomy with the file fixes it.
+    moved = tmp / "moved-run"
+    shutil.copytree(labels, moved)
+    manifest = json.loads((moved / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["taxonomy_path"] == str(budget_run["taxonomy"].resolve())
+    manifest["taxonomy_path"] = str(tmp / "gone.yaml")
+    (moved / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = runner.invoke(app, ["summary", traces, "--labels", str(moved)])
+    assert result.exit_code == 2
+    assert "no longer exists" in " ".join(result.output.split())
+    fixed = runner.invoke(
+        app,
+        ["summary", traces, "--labels", str(moved), "--taxonomy", str(budget_run["taxonomy"])],
+    )
+    assert fixed.exit_code == 0, fixed.output
+    # A taxonomy with another content (hash) is refused.
+    changed = tmp / "changed.yaml"
+    changed.write_text(TAXONOMY.replace("a type nobody gives", "changed"), encoding="utf-8")
+    result = runner.invoke(
+        app, ["summary", traces, "--labels", str(labels), "--taxonomy", str(changed)]
+    )
+    assert result.exit_code == 2
+    assert "hash" in result.output

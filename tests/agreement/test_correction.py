@@ -9,7 +9,6 @@ import pytest
 
 from misstep.agreement import (
     correct_distribution,
-    corrected_distributions,
     estimate_confusion,
     simplex_lstsq,
 )
@@ -93,17 +92,6 @@ def test_raw_only_without_human_labels_and_errors() -> None:
     assert result.raw_ci["a"] is not None
     with pytest.raises(AnalysisError, match="no judge labels"):
         correct_distribution([], [], CATS)
-
-
-def test_per_group_with_pooled_confusion() -> None:
-    judge = {"t1": "a", "t2": "b", "t3": "a", "t4": "b"}
-    human = {"t1": ("a", 1.0), "t2": ("a", 1.0)}
-    groups = {"t1": "s1", "t2": "s1", "t3": "s2", "t4": "s2"}
-    out = corrected_distributions(judge, human, ["a", "b"], groups=groups, n_boot=50)
-    assert set(out) == {"s1", "s2"}
-    # Pooled M: human a -> judge a once, b once; both groups use it and share n_human = 2.
-    assert out["s1"].n_human == 2 and out["s2"].n_judge == 2
-    assert out["s1"].raw == pytest.approx({"a": 0.5, "b": 0.5})
 
 
 @pytest.mark.slow

@@ -12,12 +12,11 @@ import pytest
 from misstep.agreement import (
     allocate,
     labelstudio_config,
-    read_annotations,
     stratified_sample,
     write_task,
 )
 from misstep.errors import InvalidRecordError, OptionError
-from misstep.labels import LabelStatus, StoredLabel
+from misstep.labels import LabelStatus, StoredLabel, read_human_labels
 from misstep.rollouts import Trace
 
 KEYS = ["arithmetic", "misread", "theorem_misuse", "broken_derivation", "other"]
@@ -119,7 +118,7 @@ def test_jsonl_task_is_blind_and_reads_back(tmp_path: Path) -> None:
     task[1].update(error_type="no_error", annotator="ann")
     task[2].update(error_type="misread", first_error_step="0", annotator="ann")
     _fill(out, task)
-    got = read_annotations(out, keys=KEYS)
+    got = read_human_labels(out, keys=KEYS)
     assert [g.trace_id for g in got] == [t["trace_id"] for t in task[:3]]
     assert (got[0].error_type, got[0].first_error_step, got[0].has_error) == ("arithmetic", 1, True)
     assert (got[1].error_type, got[1].has_error) == (None, False)
@@ -137,14 +136,14 @@ def test_bad_rows_name_file_line_and_field(tmp_path: Path) -> None:
         ],
     )
     with pytest.raises(InvalidRecordError) as info:
-        read_annotations(path, keys=KEYS)
+        read_human_labels(path, keys=KEYS)
     assert (info.value.line, info.value.field) == (2, "error_type")
     _fill(path, [{"trace_id": "t1", "annotator": "", "error_type": "arithmetic"}])
     with pytest.raises(InvalidRecordError, match="annotator"):
-        read_annotations(path, keys=KEYS)
+        read_human_labels(path, keys=KEYS)
     _fill(path, [{"trace_id": "t1", "annotator": "a", "first_error_step": -1}])
     with pytest.raises(InvalidRecordError, match="first_error_step"):
-        read_annotations(path)
+        read_human_labels(path)
 
 
 def test_csv_task_round_trip(tmp_path: Path) -> None:
@@ -160,7 +159,7 @@ def test_csv_task_round_trip(tmp_path: Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(table[0]))
         writer.writeheader()
         writer.writerows(table)
-    (got,) = read_annotations(out, keys=KEYS)
+    (got,) = read_human_labels(out, keys=KEYS)
     assert (got.trace_id, got.annotator, got.error_type, got.first_error_step) == (
         table[3]["trace_id"],
         "bob",
@@ -216,7 +215,7 @@ def test_labelstudio_task_config_and_export(tmp_path: Path) -> None:
     ]
     path = tmp_path / "export.json"
     path.write_text(json.dumps(export))
-    got = read_annotations(path, keys=KEYS)
+    got = read_human_labels(path, keys=KEYS)
     assert [(g.annotator, g.error_type, g.first_error_step, g.has_error) for g in got] == [
         ("labelstudio:7", "arithmetic", 1, True),
         ("labelstudio:x@y.org", None, None, False),
@@ -225,5 +224,5 @@ def test_labelstudio_task_config_and_export(tmp_path: Path) -> None:
     export[0]["annotations"][0]["result"][0]["value"] = {"choices": ["nope"]}
     path.write_text(json.dumps(export))
     with pytest.raises(InvalidRecordError) as info:
-        read_annotations(path, keys=KEYS)
+        read_human_labels(path, keys=KEYS)
     assert info.value.line == 1 and info.value.field == "error_type"

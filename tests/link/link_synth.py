@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-TYPES = ["arithmetic", "logic", "misread", "setup"]
+TYPES = ["arithmetic", "broken_derivation", "misread", "theorem_misuse"]
 BASE_MIX = np.array([0.4, 0.3, 0.1, 0.2])
 
 

@@ -12,7 +12,9 @@ from misstep.link import link_analysis, read_train_metrics
 from tests.link.link_synth import synth_run
 
 
-@pytest.mark.parametrize(("plant_at", "plant_type", "seed"), [(5, "misread", 1), (3, "setup", 2)])
+@pytest.mark.parametrize(
+    ("plant_at", "plant_type", "seed"), [(5, "misread", 1), (3, "theorem_misuse", 2)]
+)
 def test_planted_cause_is_top_finding(plant_at: int, plant_type: str, seed: int) -> None:
     graded, labels = synth_run(plant_at=plant_at, plant_type=plant_type, seed=seed)
     r = link_analysis(graded, labels, n_boot=200)
@@ -76,15 +78,15 @@ def test_human_labels_give_agreement_and_corrected_shares() -> None:
     from misstep.labels import HumanLabel
 
     graded, labels = synth_run(plant_at=3, n_checkpoints=5, n_problems=40, n_samples=8, seed=9)
-    # 40 human labels: the first 30 agree with the judge, the last 10 say "logic" instead.
+    # 40 human labels: the first 30 agree with the judge, the last 10 say "broken_derivation".
     some = labels.head(40)
     human = [
-        HumanLabel(trace_id=t, annotator="ann", error_type=e if i < 30 else "logic")
+        HumanLabel(trace_id=t, annotator="ann", error_type=e if i < 30 else "broken_derivation")
         for i, (t, e) in enumerate(zip(some["trace_id"], some["error_type"], strict=True))
     ]
     r = link_analysis(graded, labels, human=human, n_boot=50)
     assert r.agreement is not None and r.agreement["n"] == 40
-    judge_logic = int((some["error_type"].tail(10) == "logic").sum())
+    judge_logic = int((some["error_type"].tail(10) == "broken_derivation").sum())
     # agreement = (30 + the ones the judge also called logic) / 40
     assert r.agreement["agreement"] == pytest.approx((30 + judge_logic) / 40)
     assert all(c.error_dist_corrected for c in r.checkpoints)

@@ -18,7 +18,6 @@ from misstep.agreement._confusion import confusion_counts, consensus, per_catego
 from misstep.agreement._correction import (
     CorrectedDistribution,
     correct_distribution,
-    corrected_distributions,
     estimate_confusion,
     identified_categories,
     simplex_lstsq,
@@ -36,18 +35,24 @@ from misstep.agreement._krippendorff import (
     item_coincidences,
     krippendorff_alpha,
 )
+from misstep.agreement._labelled import (
+    LabelledRun,
+    add_error_distributions,
+    labelled_summary,
+    load_labelled_run,
+    run_taxonomy,
+)
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
-    NO_ERROR_CHOICE,
     STRATA_FIELDS,
     SampleRow,
     allocate,
     labelstudio_config,
-    read_annotations,
     stratified_sample,
     write_task,
 )
 from misstep.agreement._steps import StepScores, step_scores
+from misstep.labels import NO_ERROR_CHOICE
 
 __all__ = [
     "ALL_DATASETS",
@@ -59,12 +64,14 @@ __all__ = [
     "CorrectedDistribution",
     "Disagreement",
     "ErrorDistribution",
+    "LabelledRun",
     "OverallAgreement",
     "PairAgreement",
     "Rating",
     "SampleRow",
     "StepAgreement",
     "StepScores",
+    "add_error_distributions",
     "agreement_report",
     "allocate",
     "alpha_from_coincidences",
@@ -72,7 +79,6 @@ __all__ = [
     "confusion_counts",
     "consensus",
     "correct_distribution",
-    "corrected_distributions",
     "error_distributions",
     "estimate_confusion",
     "fleiss_kappa_of",
@@ -82,13 +88,15 @@ __all__ = [
     "judge_raters",
     "kappa_from_confusions",
     "krippendorff_alpha",
+    "labelled_summary",
     "labelstudio_config",
+    "load_labelled_run",
     "ok_types",
     "per_category_scores",
     "percentile_ci",
     "plot_confusion",
-    "read_annotations",
     "resample_counts",
+    "run_taxonomy",
     "simplex_lstsq",
     "step_scores",
     "stratified_sample",

@@ -32,7 +32,6 @@ from misstep.errors import AnalysisError
 __all__ = [
     "CorrectedDistribution",
     "correct_distribution",
-    "corrected_distributions",
     "estimate_confusion",
     "identified_categories",
     "simplex_lstsq",
@@ -296,39 +295,3 @@ def correct_distribution(
     result.corrected_ci = {c: (cis[c] if good else None) for c, good in zip(cats, ok, strict=True)}
     result.not_identified = [c for c, good in zip(cats, ok, strict=True) if not good]
     return result
-
-
-def corrected_distributions(
-    judge: Mapping[str, str],
-    human: Mapping[str, tuple[str, float]],
-    categories: Sequence[str],
-    *,
-    groups: Mapping[str, str],
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-) -> dict[str, CorrectedDistribution]:
-    """Per group: the judge's types ({trace_id: type}, ``ok`` labels of wrong traces only)
-    raw and corrected, with one confusion matrix pooled over every human-labelled trace
-    ({trace_id: (human type, weight)}) that the judge also typed. Traces without a group are
-    left out."""
-    shared = sorted(set(judge) & set(human))
-    pairs = [(human[t][0], judge[t]) for t in shared]
-    weights = [human[t][1] for t in shared]
-    by_group: dict[str, list[str]] = {}
-    for trace_id, label in sorted(judge.items()):
-        if trace_id in groups:
-            by_group.setdefault(groups[trace_id], []).append(label)
-    return {
-        g: correct_distribution(
-            labels,
-            pairs,
-            categories,
-            weights=weights,
-            group=g,
-            n_boot=n_boot,
-            seed=seed,
-            level=level,
-        )
-        for g, labels in sorted(by_group.items())
-    }

@@ -1,6 +1,6 @@
 """Choosing what people label: a stratified random sample of judged traces, written as an
-annotation task (JSONL, CSV or a Label Studio import with its labelling config), and reading
-the people's answers back into :class:`~misstep.rollouts.HumanLabel` rows.
+annotation task (JSONL, CSV or a Label Studio import with its labelling config); the people's
+answers are read back by ``misstep.labels.read_human_labels``.
 
 Blind by default: the task file never shows the judge's label (people who see it tend to
 agree with it); the judge's labels go to a sidecar ``<task file name>.judge.jsonl`` beside it.
@@ -21,8 +21,8 @@ import numpy as np
 import orjson
 from pydantic import BaseModel
 
-from misstep.errors import InputFormatError, InvalidRecordError, OptionError
-from misstep.labels import HumanLabel, LabelStatus, StoredLabel, human_label_from_row
+from misstep.errors import OptionError
+from misstep.labels import NO_ERROR_CHOICE, LabelStatus, StoredLabel
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace, extract_answer
 
@@ -32,15 +32,12 @@ __all__ = [
     "SampleRow",
     "allocate",
     "labelstudio_config",
-    "read_annotations",
     "stratified_sample",
     "write_task",
 ]
 
 STRATA_FIELDS = ("checkpoint", "dataset", "error_type")
 """Fields a sample can be stratified by (``error_type`` is the judge's)."""
-NO_ERROR_CHOICE = "no_error"
-"""The annotation choice for "this trace has no error" (error_type None, has_error False)."""
 
 Allocation = Literal["proportional", "equal"]
 TaskFormat = Literal["jsonl", "csv", "labelstudio"]
@@ -68,7 +65,8 @@ class SampleRow(BaseModel):
     allocation: str
     """How the sample was allocated to strata (``proportional`` or ``equal``)."""
     weight: float
-    """Inverse inclusion probability within the stratum: N_h / n_h."""
+    """Inverse inclusion probability: N_h / n_h within the stratum, divided by the label
+    budget's inclusion probability of the trace when the judged traces were a sample."""
     judge: str
     """The judge's id (sidecar only)."""
     judge_error_type: str | None
@@ -119,9 +117,14 @@ def stratified_sample(
     stratify: Sequence[str] = ("checkpoint", "error_type"),
     allocation: Allocation = "proportional",
     seed: int = 0,
+    inclusion: Mapping[str, float] | None = None,
 ) -> list[SampleRow]:
     """A stratified random sample (without replacement) of the traces whose current label is
-    ``ok``. The same inputs and seed give the same sample, whatever the input order."""
+    ``ok``. The same inputs and seed give the same sample, whatever the input order.
+
+    ``inclusion`` (trace_id -> the label budget's inclusion probability, ``LabelledRun
+    .inclusion``): the judged traces were themselves a sample, so a row's weight is its inverse
+    inclusion probability in both draws, ``N_h / n_h / inclusion_prob``."""
     if n < 1:
         raise OptionError(option="--n", value=n, allowed="a positive number of traces")
     for field in stratify:
@@ -170,7 +173,7 @@ def stratified_sample(
                     final_answer=answer or "",
                     stratum=name,
                     allocation=allocation,
-                    weight=len(members) / k,
+                    weight=len(members) / k / (inclusion or {}).get(trace.trace_id, 1.0),
                     judge=label.judge,
                     judge_error_type=label.error_type,
                     judge_first_error_step=label.first_error_step,
@@ -248,131 +251,3 @@ def write_task(
             fh.write(orjson.dumps(side) + b"\n")
     written.append(sidecar)
     return written
-
-
-# --- reading the people's answers back ------------------------------------------------------
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _human(path: Path, line: int, row: dict[str, Any], keys: set[str] | None) -> HumanLabel:
-    fixed = {k: (None if _blank(v) else v) for k, v in row.items()}
-    if fixed.get("error_type") == NO_ERROR_CHOICE:
-        fixed["error_type"] = None
-        fixed["has_error"] = False
-    if fixed.get("annotator") is None:
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field="annotator",
-            reason="a labelled row needs the annotator's id",
-            hint="fill in the annotator column of every row you labelled",
-        )
-    error_type = fixed.get("error_type")
-    if keys is not None and error_type is not None and error_type not in keys:
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field="error_type",
-            value=error_type,
-            reason="not a key of the taxonomy: " + ", ".join(sorted(keys)),
-            hint=f"use one of the taxonomy's keys, or {NO_ERROR_CHOICE!r}",
-        )
-    flag = fixed.get("has_error")
-    if isinstance(flag, str):
-        fixed["has_error"] = flag.strip().lower() in ("true", "1", "yes")
-    if fixed.get("has_error") is None and (
-        error_type is not None or fixed.get("first_error_step") is not None
-    ):
-        fixed["has_error"] = True
-    return human_label_from_row(
-        path,
-        line,
-        {k: v for k, v in fixed.items() if k in HumanLabel.model_fields and v is not None},
-    )
-
-
-def _labelled(row: Mapping[str, Any]) -> bool:
-    return not all(_blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error"))
-
-
-def _rows(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    name = path.name.lower()
-    if name.endswith(".csv"):
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh)
-            last = reader.line_num
-            for row in reader:
-                yield last + 1, dict(row)
-                last = reader.line_num
-        return
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise InvalidRecordError(
-                    path=path, line=number, reason=f"not JSON: {str(exc).splitlines()[0]}"
-                ) from None
-            if not isinstance(row, dict):
-                raise InvalidRecordError(path=path, line=number, reason="not a JSON object")
-            yield number, row
-
-
-def _labelstudio(path: Path, keys: set[str] | None) -> list[HumanLabel]:
-    try:
-        tasks = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise InputFormatError(path=path, reason=f"not JSON: {exc}") from None
-    if not isinstance(tasks, list):
-        raise InputFormatError(
-            path=path,
-            reason="a Label Studio export is a JSON list of tasks",
-            hint="export the project from Label Studio as JSON (not JSON-MIN)",
-        )
-    labels: list[HumanLabel] = []
-    for number, task in enumerate(tasks, start=1):
-        data = task.get("data", {}) if isinstance(task, dict) else {}
-        if not isinstance(data, dict) or _blank(data.get("trace_id")):
-            raise InvalidRecordError(
-                path=path, line=number, field="data.trace_id", reason="task without a trace_id"
-            )
-        for annotation in task.get("annotations", []) or []:
-            if annotation.get("was_cancelled"):
-                continue
-            who = annotation.get("completed_by")
-            if isinstance(who, dict):
-                who = who.get("email") or who.get("id")
-            row: dict[str, Any] = {
-                "trace_id": data["trace_id"],
-                "annotator": None if who is None else f"labelstudio:{who}",
-                "weight": data.get("weight", 1.0),
-            }
-            for result in annotation.get("result", []) or []:
-                value = result.get("value", {})
-                if result.get("from_name") == "error_type" and value.get("choices"):
-                    row["error_type"] = value["choices"][0]
-                elif result.get("from_name") == "first_error_step" and "number" in value:
-                    row["first_error_step"] = value["number"]
-            if _labelled(row):
-                labels.append(_human(path, number, row, keys))
-    return labels
-
-
-def read_annotations(path: str | Path, *, keys: Iterable[str] | None = None) -> list[HumanLabel]:
-    """People's labels from a filled-in task file (JSONL or CSV, as ``write_task`` wrote it,
-    or the shared human-labels shape) or a Label Studio JSON export (``.json``). Rows that
-    nobody labelled yet are skipped; ``no_error`` means has_error False; with ``keys`` an
-    error type outside the taxonomy is an error naming file and line (task number for
-    Label Studio)."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputFormatError(path=p, reason="no such file")
-    allowed = None if keys is None else set(keys)
-    if p.name.lower().endswith(".json"):
-        return _labelstudio(p, allowed)
-    return [_human(p, line, row, allowed) for line, row in _rows(p) if _labelled(row)]

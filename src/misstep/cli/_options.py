@@ -33,6 +33,7 @@ __all__ = [
     "NoCacheOpt",
     "ReasoningEffortOpt",
     "RegradeOpt",
+    "RunTaxonomyOpt",
     "SeedOpt",
     "SkipInvalidOpt",
     "TaxonomyOpt",
@@ -193,6 +194,15 @@ SeedOpt = Annotated[int, typer.Option("--seed", metavar="INT", help="Seed of eve
 TaxonomyOpt = Annotated[
     Path | None,
     typer.Option("--taxonomy", metavar="FILE", help="Taxonomy YAML; default: built-in math-v1."),
+]
+
+RunTaxonomyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--taxonomy",
+        metavar="FILE",
+        help="Taxonomy YAML the label run was made with; default: the one its manifest records.",
+    ),
 ]
 
 DEFAULT_KS = (1, 4, 16)

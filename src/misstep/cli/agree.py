@@ -3,20 +3,20 @@ should label) and ``misstep import-labels`` (their answers into the human-labels
 
 from __future__ import annotations
 
-from collections import Counter
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
+from misstep.cli._errors import data, err_console, handles_errors, out_console, writing
 from misstep.cli._options import (
     InputFormatOpt,
     JudgeIdOpt,
     LabelSubsetOpt,
     NoCacheOpt,
     RegradeOpt,
+    RunTaxonomyOpt,
     SeedOpt,
     SkipInvalidOpt,
     TaxonomyOpt,
@@ -28,10 +28,9 @@ from misstep.errors import AnalysisError, OptionError
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
-    from misstep.agreement import AgreementReport
-    from misstep.rollouts import GradedRun
+    from misstep.agreement import AgreementReport, LabelledRun
+    from misstep.taxonomy import Taxonomy
 
 _MAX_SHOWN_DISAGREEMENTS = 20
 
@@ -178,14 +177,15 @@ def _print_report(console: Console, report: AgreementReport, title: str = "") ->
 @handles_errors
 def agree(
     human: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Option(
             "--human",
             metavar="FILE",
             help="People's labels: human-labels JSONL/CSV, a filled-in `sample` task, or a "
-            "Label Studio JSON export. Repeatable.",
+            "Label Studio JSON export. Repeatable. A --judge run's RUN_DIR/human/*.jsonl "
+            "are read too.",
         ),
-    ],
+    ] = None,
     judge: Annotated[
         list[Path] | None,
         typer.Option(
@@ -206,7 +206,7 @@ def agree(
     output: Annotated[ReportFormat, typer.Option("--format", help="table or json.")] = (
         ReportFormat.table
     ),
-    taxonomy: TaxonomyOpt = None,
+    taxonomy: RunTaxonomyOpt = None,
     n_boot: Annotated[
         int,
         typer.Option(
@@ -217,26 +217,31 @@ def agree(
     input_format: InputFormatOpt = None,
 ) -> None:
     """How well judges and people agree: pairs, all raters, per category, first error step."""
-    for path in human:
+    for path in human or []:
         check_input(path, "--human")
     for path in judge or []:
         check_input(path, "--judge")
     if traces is not None:
         check_input(traces, "--traces")
-    from misstep.agreement import agreement_report, human_raters, judge_raters, read_annotations
-    from misstep.labels import read_labels
+    from misstep.agreement import agreement_report, human_raters, judge_raters, load_labelled_run
+    from misstep.labels import read_human_labels
     from misstep.rollouts import read_traces
-    from misstep.taxonomy import load_taxonomy
 
-    tax = load_taxonomy(taxonomy)
+    runs = [
+        load_labelled_run(run, None, taxonomy=taxonomy, full=True, seed=seed) for run in judge or []
+    ]
+    tax = _one_taxonomy(runs, taxonomy)
+    files: dict[Path, Path] = {}
+    for path in [*(human or []), *(p for r in runs for p in r.human_files)]:
+        files.setdefault(path.resolve(), path)
     raters: dict[str, dict[str, Any]] = {}
-    for path in human:
-        for name, ratings in human_raters(read_annotations(path, keys=tax.keys)).items():
+    for path in files.values():
+        for name, ratings in human_raters(read_human_labels(path, keys=tax.keys)).items():
             raters.setdefault(name, {}).update(ratings)
     judges: list[str] = []
     groups: dict[str, str] = {}
-    for run in judge or []:
-        stored = read_labels(run)
+    for run, labelled in zip(judge or [], runs, strict=True):
+        stored = labelled.records
         found, status = judge_raters(stored)
         not_ok = {s: c for s, c in status.items() if s != "ok" and c}
         if not_ok:
@@ -319,7 +324,7 @@ def sample(
         TaskFormat | None,
         typer.Option("--format", help="jsonl, csv or labelstudio; default: from --out's suffix."),
     ] = None,
-    taxonomy: TaxonomyOpt = None,
+    taxonomy: RunTaxonomyOpt = None,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
     skip_invalid: SkipInvalidOpt = False,
@@ -354,20 +359,20 @@ def sample(
         no_cache=no_cache,
     )
     from misstep.agreement import stratified_sample, write_task
-    from misstep.labels import check_labels_input, read_labels
+    from misstep.cli._labelled import load_labelled
     from misstep.rollouts import read_traces
-    from misstep.taxonomy import load_taxonomy
 
-    tax = load_taxonomy(taxonomy)
-    stored = read_labels(labels, judge=judge_id)
-    check_labels_input(
+    labelled = load_labelled(
         labels,
-        stored,
-        input_path=traces,
-        input_sha256=run.input_sha256,
-        trace_ids=set(run.table["trace_id"].tolist()),
+        run,
+        judge_id=judge_id,
+        human=None,
+        taxonomy=taxonomy,
         allow_other_input=labels_from_other_input,
+        seed=seed,
+        full=True,
     )
+    stored = labelled.records
     rows = stratified_sample(
         read_traces(traces, input_format=input_format.value if input_format else None),
         stored,
@@ -375,6 +380,7 @@ def sample(
         stratify=fields,
         allocation=allocation.value,
         seed=seed,
+        inclusion=labelled.inclusion,
     )
     if not rows:
         raise AnalysisError(
@@ -382,7 +388,7 @@ def sample(
             hint="run `misstep label` first, on the same traces file",
         )
     with writing(out):
-        written = write_task(rows, out, fmt=fmt.value, categories=tax.keys)
+        written = write_task(rows, out, fmt=fmt.value, categories=labelled.categories)
     strata = sorted({r.stratum for r in rows})
     err_console.print(
         f"sampled {len(rows)} trace(s) from {len(strata)} strata ({', '.join(fields) or 'none'}), "
@@ -411,11 +417,11 @@ def import_labels(
     check_output_file(out, "--out")
     import orjson
 
-    from misstep.agreement import read_annotations
+    from misstep.labels import read_human_labels
     from misstep.taxonomy import load_taxonomy
 
     tax = load_taxonomy(taxonomy)
-    rows = read_annotations(source, keys=tax.keys)
+    rows = read_human_labels(source, keys=tax.keys)
     if not rows:
         raise AnalysisError(f"{source}: no filled-in label", hint="fill in the task first")
     with writing(out):
@@ -432,138 +438,28 @@ def import_labels(
     )
 
 
+def _one_taxonomy(runs: list[LabelledRun], taxonomy: Path | None) -> Taxonomy:
+    """The taxonomy of the judge runs (all the same one), else ``--taxonomy`` or math-v1."""
+    from misstep.taxonomy import load_taxonomy
+
+    if not runs:
+        return load_taxonomy(taxonomy)
+    first = runs[0].taxonomy
+    for other in runs[1:]:
+        if other.taxonomy.hash != first.hash:
+            raise OptionError(
+                option="--judge",
+                value=str(other.labels_path),
+                allowed=f"label runs made with one taxonomy ({first.id}, hash {first.hash}, "
+                f"as {runs[0].labels_path}); this one used {other.taxonomy.id} "
+                f"(hash {other.taxonomy.hash})",
+                hint="compare runs of one taxonomy at a time",
+            )
+    return first
+
+
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the app."""
     app.command("agree")(agree)
     app.command("sample")(sample)
     app.command("import-labels")(import_labels)
-
-
-def summary_error_section(
-    run: GradedRun,
-    records: list[dict[str, Any]],
-    *,
-    labels: Path,
-    labels_from_other_input: bool,
-    human: list[Path],
-    judge_id: str | None = None,
-    plot: Path | None,
-    pool_datasets: bool,
-    seed: int,
-    flat: bool = False,
-) -> Table:
-    """``misstep summary --labels RUN_DIR [--human FILE ...] [--plot FILE]``: add
-    ``error_dist`` (and with people's labels ``error_dist_corrected``, ``error_dist_ci``) to
-    each summary record (``flat``: as ``error_dist.<type>`` columns, for CSV) and return the
-    table for people; notes go to stderr."""
-    from rich.table import Table
-
-    from misstep.agreement import error_distributions, plot_confusion, read_annotations
-    from misstep.labels import check_labels_input, read_label_rows
-    from misstep.taxonomy import load_taxonomy
-
-    keys = load_taxonomy(None).keys
-    stored = read_label_rows(
-        labels, judge=judge_id
-    )  # status and type only: memory never grows with text
-    outside = check_labels_input(
-        labels,
-        stored,
-        input_path=run.input_path,
-        input_sha256=run.input_sha256,
-        trace_ids=set(run.table["trace_id"].tolist()),
-        allow_other_input=labels_from_other_input,
-    )
-    if outside:
-        err_console.print(
-            f"{outside} labelled trace(s) of {quote(labels)} are not in {quote(run.input_path)} "
-            "and are left out",
-            soft_wrap=True,
-        )
-    people = [row for path in human for row in read_annotations(path)]
-    dists = error_distributions(
-        run.table, stored, keys, human=people or None, seed=seed, pool_datasets=pool_datasets
-    )
-    by_group = {(d.checkpoint, d.dataset): d for d in dists}
-    for record in records:
-        d = by_group.get((str(record.get("checkpoint")), str(record.get("dataset"))))
-        record["n_labelled"] = d.n_labelled if d is not None else 0
-        record["labelled_share"] = d.labelled_share if d is not None else None
-        record["error_dist"] = d.error_dist if d is not None else None
-        if people:
-            record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
-            record["error_dist_ci"] = d.error_dist_ci if d is not None else None
-        if flat:
-            for name in ("error_dist", "error_dist_corrected", "error_dist_ci"):
-                for key, value in (record.pop(name, None) or {}).items():
-                    record[f"{name}.{key}"] = value
-    if plot is not None:
-        with writing(plot):
-            written = plot_confusion(stored, people, keys, plot)
-        err_console.print(f"wrote the confusion matrix to {quote(written)}", soft_wrap=True)
-    corrected = bool(people)
-    title = (
-        "error types of wrong traces: judge's share → corrected share [95% CI] (shares)"
-        if corrected
-        else "error types of wrong traces as the judge gives them (shares; uncorrected: no "
-        "--human labels)"
-    )
-    table = Table(title=title, title_justify="left")
-    table.add_column("checkpoint")
-    table.add_column("dataset")
-    table.add_column("wrong (count)", justify="right")
-    table.add_column("labelled (share)", justify="right")
-    cats = list(keys) + sorted({k for d in dists for k in (d.error_dist or {}) if k not in keys})
-    for key in cats:
-        table.add_column(key, justify="right")
-    for d in dists:
-        cells: list[str] = []
-        for key in cats:
-            if d.error_dist is None:
-                cells.append("no labels")
-                continue
-            raw = d.error_dist.get(key)
-            cell = "-" if raw is None else f"{raw:.2f}"
-            if d.error_dist_corrected is not None and d.error_dist_ci is not None:
-                value = d.error_dist_corrected.get(key)
-                ci = d.error_dist_ci.get(key)
-                cell += " → n/i" if value is None else f" → {value:.2f} {_ci(ci)}"
-            cells.append(cell)
-        share = "-" if d.labelled_share is None else f"{d.labelled_share:.2f}"
-        table.add_row(
-            data(d.checkpoint),
-            data(d.dataset),
-            str(d.n_wrong),
-            f"{share} ({d.n_labelled})",
-            *cells,
-        )
-    not_ok = Counter[str]()
-    for d in dists:
-        not_ok.update({s: c for s, c in d.status_counts.items() if s != "ok"})
-    if not_ok:
-        err_console.print(
-            "wrong traces without an ok label (left out of the shares): "
-            + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
-            soft_wrap=True,
-            markup=False,
-        )
-    if corrected:
-        err_console.print(
-            "corrected shares: least squares on the simplex through the judge's confusion "
-            "matrix, pooled over all human-labelled traces (human consensus: the majority type; "
-            "ties have none and are left out); 95% bootstrap intervals include the confusion "
-            "matrix's uncertainty",
-            soft_wrap=True,
-            markup=False,
-        )
-        missing = sorted({c for d in dists for c in d.not_identified})
-        if missing:
-            err_console.print(
-                "n/i = not identified, no corrected share shown: "
-                + ", ".join(missing)
-                + " (no person gave the type, or the judge never uses the categories that "
-                "would tell it apart from others)",
-                soft_wrap=True,
-                markup=False,
-            )
-    return table

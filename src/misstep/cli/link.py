@@ -21,6 +21,7 @@ from misstep.cli._options import (
     LabelSubsetOpt,
     NoCacheOpt,
     RegradeOpt,
+    RunTaxonomyOpt,
     SeedOpt,
     SkipInvalidOpt,
     TracesArg,
@@ -63,6 +64,7 @@ def _analyse(
     seed: int,
     by: GroupBy | None = None,
     judge_id: str | None = None,
+    taxonomy: Path | None = None,
 ) -> RunAnalysis:
     ks = parse_ks(k) or [1, 4, 16]
     check_input(labels, "--labels")
@@ -105,6 +107,7 @@ def _analyse(
             seed=seed,
             labels_from_other_input=labels_from_other_input,
             judge_id=judge_id,
+            taxonomy=taxonomy,
             by=by.value if by is not None else None,
             on_stage=on_stage,
         )
@@ -234,6 +237,7 @@ def register(app: typer.Typer) -> None:
         no_cache: NoCacheOpt = False,
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
+        taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
         by: Annotated[
             GroupBy | None,
@@ -257,6 +261,7 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             labels_from_other_input=labels_from_other_input,
             judge_id=judge_id,
+            taxonomy=taxonomy,
             seed=seed,
             by=by,
         )
@@ -287,6 +292,7 @@ def register(app: typer.Typer) -> None:
         no_cache: NoCacheOpt = False,
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
+        taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
         by: Annotated[
             GroupBy | None,
@@ -311,6 +317,7 @@ def register(app: typer.Typer) -> None:
             no_cache=no_cache,
             labels_from_other_input=labels_from_other_input,
             judge_id=judge_id,
+            taxonomy=taxonomy,
             seed=seed,
             by=by,
         )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from misstep.cli._errors import data, err_console, handles_errors, out_console
+from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_run
 from misstep.cli._options import (
     DEFAULT_KS,
@@ -27,6 +27,7 @@ from misstep.cli._options import (
     LabelSubsetOpt,
     NoCacheOpt,
     RegradeOpt,
+    RunTaxonomyOpt,
     SeedOpt,
     SkipInvalidOpt,
     TracesArg,
@@ -39,6 +40,7 @@ from misstep.errors import OptionError
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from misstep.agreement import ErrorDistribution
     from misstep.metrics import Change, CheckpointMetrics, Coverage
 
 __all__ = ["register"]
@@ -188,6 +190,7 @@ def summary(
     labels_from_other_input: LabelSubsetOpt = False,
     judge_id: JudgeIdOpt = None,
     human: HumanOpt = None,
+    taxonomy: RunTaxonomyOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -202,13 +205,6 @@ def summary(
     if labels is None and (human or plot is not None):
         raise OptionError(option="--human/--plot", value="given", allowed="only with --labels")
     if plot is not None:
-        if not human:
-            raise OptionError(
-                option="--plot",
-                value=str(plot),
-                allowed="only with --human FILE",
-                hint="the confusion matrix needs people's labels of some judged traces",
-            )
         check_output_file(plot, "--plot")
     if labels is not None:
         check_input(labels, "--labels")
@@ -234,20 +230,36 @@ def summary(
     records: list[dict[str, Any]] = [row.to_json() for row in rows]
     error_table = None
     if labels is not None:
-        from misstep.cli.agree import summary_error_section
+        from misstep.agreement import add_error_distributions, plot_confusion
+        from misstep.cli._labelled import load_labelled
 
-        error_table = summary_error_section(
+        labelled = load_labelled(
+            labels,
             run,
-            records,
-            labels=labels,
-            labels_from_other_input=labels_from_other_input,
             judge_id=judge_id,
-            human=human or [],
-            plot=plot,
-            pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0,
+            human=human,
+            taxonomy=taxonomy,
+            allow_other_input=labels_from_other_input,
             seed=seed,
-            flat=output is SummaryFormat.csv,
         )
+        dists = labelled.distributions(
+            pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0
+        )
+        add_error_distributions(
+            records, dists, corrected=bool(labelled.human), flat=output is SummaryFormat.csv
+        )
+        if plot is not None:
+            if not labelled.human:
+                raise OptionError(
+                    option="--plot",
+                    value=str(plot),
+                    allowed="only with people's labels (--human FILE or RUN_DIR/human/)",
+                    hint="the confusion matrix needs people's labels of some judged traces",
+                )
+            with writing(plot):
+                written = plot_confusion(labelled.labels, labelled.human, labelled.categories, plot)
+            err_console.print(f"wrote the confusion matrix to {quote(written)}", soft_wrap=True)
+        error_table = _error_table(labelled.categories, dists, corrected=bool(labelled.human))
     if output is SummaryFormat.json:
         typer.echo(json.dumps(records, indent=2))
     elif output is SummaryFormat.csv:
@@ -262,6 +274,82 @@ def summary(
             out_console.print(error_table)
 
 
+def _error_table(
+    categories: list[str], dists: list[ErrorDistribution], *, corrected: bool
+) -> Table:
+    """The error-type table of ``summary --labels``: every category of the run's taxonomy in
+    its order; notes go to stderr."""
+    from collections import Counter
+
+    from rich.table import Table
+
+    title = (
+        "error types of wrong traces: judge's share → corrected share [95% CI] (shares)"
+        if corrected
+        else "error types of wrong traces as the judge gives them (shares; uncorrected: no "
+        "people's labels)"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("checkpoint")
+    table.add_column("dataset")
+    table.add_column("wrong (count)", justify="right")
+    table.add_column("labelled (share)", justify="right")
+    cats = list(categories)
+    for key in cats:
+        table.add_column(key, justify="right")
+    for d in dists:
+        cells: list[str] = []
+        for key in cats:
+            if d.error_dist is None:
+                cells.append("no labels")
+                continue
+            raw = d.error_dist.get(key)
+            cell = "-" if raw is None else f"{raw:.2f}"
+            if d.error_dist_corrected is not None and d.error_dist_ci is not None:
+                value = d.error_dist_corrected.get(key)
+                ci = d.error_dist_ci.get(key)
+                cell += " → n/i" if value is None else f" → {value:.2f}{_ci(ci)}"
+            cells.append(cell)
+        share = "-" if d.labelled_share is None else f"{d.labelled_share:.2f}"
+        table.add_row(
+            data(d.checkpoint),
+            data(d.dataset),
+            str(d.n_wrong),
+            f"{share} ({d.n_labelled})",
+            *cells,
+        )
+    not_ok = Counter[str]()
+    for d in dists:
+        not_ok.update({s: c for s, c in d.status_counts.items() if s != "ok"})
+    if not_ok:
+        err_console.print(
+            "wrong traces without an ok label (left out of the shares): "
+            + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
+            soft_wrap=True,
+            markup=False,
+        )
+    if corrected:
+        err_console.print(
+            "corrected shares: least squares on the simplex through the judge's confusion "
+            "matrix, pooled over all human-labelled traces (human consensus: the majority type; "
+            "ties have none and are left out); 95% bootstrap intervals include the confusion "
+            "matrix's uncertainty",
+            soft_wrap=True,
+            markup=False,
+        )
+        missing = sorted({c for d in dists for c in d.not_identified})
+        if missing:
+            err_console.print(
+                "n/i = not identified, no corrected share shown: "
+                + ", ".join(missing)
+                + " (no person gave the type, or the judge never uses the categories that "
+                "would tell it apart from others)",
+                soft_wrap=True,
+                markup=False,
+            )
+    return table
+
+
 def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """One CSV row: nested objects as dotted columns, an interval as ``_low`` / ``_high``."""
     out: dict[str, Any] = {}
@@ -269,7 +357,7 @@ def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out.update(_flatten(value, f"{name}."))
-        elif isinstance(value, list) and len(value) == 2:
+        elif isinstance(value, list | tuple) and len(value) == 2:
             out[f"{name}_low"], out[f"{name}_high"] = value
         else:
             out[name] = value

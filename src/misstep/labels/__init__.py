@@ -2,7 +2,14 @@
 trace), the run manifest, and people's labels."""
 
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
-from misstep.labels._human import HumanLabel, human_label_from_row, read_human_labels
+from misstep.labels._human import (
+    HUMAN_DIR,
+    NO_ERROR_CHOICE,
+    HumanLabel,
+    human_label_files,
+    human_label_from_row,
+    read_human_labels,
+)
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._ownership import check_labels_input
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
@@ -21,7 +28,9 @@ from misstep.labels._store import (
 )
 
 __all__ = [
+    "HUMAN_DIR",
     "LABEL_RECORD_VERSION",
+    "NO_ERROR_CHOICE",
     "HumanConsensus",
     "HumanLabel",
     "InputFile",
@@ -33,6 +42,7 @@ __all__ = [
     "add_to_history",
     "check_labels_input",
     "human_consensus",
+    "human_label_files",
     "human_label_from_row",
     "iter_label_lines",
     "majority_labels",

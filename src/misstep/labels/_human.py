@@ -1,13 +1,18 @@
-"""People's labels of traces: the ``HumanLabel`` shape and ``read_human_labels`` (JSONL or CSV)."""
+"""People's labels of traces: the ``HumanLabel`` shape and ``read_human_labels``, the one
+reader of people's labels whatever wrote them (the shared human-labels JSONL or CSV, a
+filled-in ``misstep sample`` task, a Label Studio JSON export, the review app's
+``RUN_DIR/human/<annotator>.jsonl``)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from misstep.errors import InputFormatError, InvalidRecordError
@@ -15,7 +20,19 @@ from misstep.rollouts._formats import open_binary
 from misstep.rollouts._readers import iter_json_lines
 from misstep.rollouts._rowmap import RowError
 
-__all__ = ["HumanLabel", "human_label_from_row", "read_human_labels"]
+__all__ = [
+    "HUMAN_DIR",
+    "NO_ERROR_CHOICE",
+    "HumanLabel",
+    "human_label_files",
+    "human_label_from_row",
+    "read_human_labels",
+]
+
+HUMAN_DIR = "human"
+"""People's labels of a run: ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabel`` lines)."""
+NO_ERROR_CHOICE = "no_error"
+"""The answer "this trace has no error" in a task (error_type None, has_error False)."""
 
 
 class HumanLabel(BaseModel):
@@ -45,28 +62,150 @@ _REQUIRED = ("trace_id", "annotator")
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
-def read_human_labels(path: str | Path) -> list[HumanLabel]:
-    """All labels of a ``human_labels`` file (JSONL, ``.gz`` or not, or CSV).
+def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) -> list[HumanLabel]:
+    """All people's labels of a file: JSONL (``.gz`` or not), CSV, or a Label Studio JSON
+    export (``.json``).
 
-    Fields: ``trace_id`` and ``annotator`` (required), ``error_type`` (an empty string is
-    None), ``first_error_step``, ``has_error``, ``weight`` (default 1), ``raw_label``,
-    ``mapping_method``. A bad row raises :class:`InvalidRecordError` with file, line, field.
+    Fields: ``trace_id`` and ``annotator`` (required), ``error_type`` (empty is None;
+    ``no_error`` means has_error False), ``first_error_step``, ``has_error`` (true/false,
+    1/0 or yes/no), ``weight`` (default 1), ``raw_label``, ``mapping_method``; other fields
+    (a task's problem and steps) are ignored. A row nobody labelled yet (no error_type,
+    first_error_step nor has_error) is skipped; a row with a type or step and no has_error
+    has an error. With ``keys`` (the run's taxonomy) an error_type outside them is an error.
+    A bad row raises :class:`InvalidRecordError` naming file, line (task number for Label
+    Studio), field, value and what is allowed.
     """
     p = Path(path)
     if not p.is_file():
         raise InputFormatError(path=p, reason="no such file")
+    allowed = None if keys is None else list(keys)
     name = p.name.lower().removesuffix(".gz")
+    if name.endswith(".json"):
+        rows: Iterator[tuple[int, dict[str, Any]]] = _labelstudio_rows(p)
+    elif name.endswith(".csv"):
+        rows = iter(_csv_rows(p))
+    else:
+        rows = _jsonl_rows(p)
     labels: list[HumanLabel] = []
-    if name.endswith(".csv"):
-        for line, row in _csv_rows(p):
-            labels.append(human_label_from_row(p, line, row))
-        return labels
-    for line, raw, row in iter_json_lines(p):
+    for line, row in rows:
+        label = _labelled_row(p, line, row, allowed)
+        if label is not None:
+            labels.append(label)
+    return labels
+
+
+def human_label_files(run_dir: str | Path) -> list[Path]:
+    """``RUN_DIR/human/*.jsonl``, sorted: the people's labels kept with a run (none when the
+    folder does not exist)."""
+    folder = Path(run_dir) / HUMAN_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _labelled_row(
+    path: Path, line: int, row: Mapping[str, Any], keys: list[str] | None
+) -> HumanLabel | None:
+    """One row as a label, None for a row nobody labelled yet."""
+    if _blank(row.get("trace_id")):
+        _required(path, line, row, "trace_id")
+    if all(_blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error")):
+        return None
+    fixed = {k: (None if _blank(v) else v) for k, v in row.items()}
+    if fixed.get("error_type") == NO_ERROR_CHOICE:
+        fixed["error_type"] = None
+        if fixed.get("has_error") is None:
+            fixed["has_error"] = False
+    error_type = fixed.get("error_type")
+    if keys is not None and error_type is not None and error_type not in keys:
+        raise InvalidRecordError(
+            path=path,
+            line=line,
+            field="error_type",
+            value=error_type,
+            reason="not a key of the run's taxonomy; allowed: "
+            + ", ".join([*keys, NO_ERROR_CHOICE]),
+            hint="use one of the taxonomy's keys (or pass the taxonomy the run was labelled with)",
+        )
+    flag = fixed.get("has_error")
+    if isinstance(flag, str):
+        parsed = _BOOL_TEXT.get(flag.strip().lower())
+        if parsed is None:
+            raise InvalidRecordError(
+                path=path,
+                line=line,
+                field="has_error",
+                value=flag,
+                reason="must be true/false, 1/0 or yes/no",
+            )
+        fixed["has_error"] = parsed
+    if fixed.get("has_error") is None and (
+        error_type is not None or fixed.get("first_error_step") is not None
+    ):
+        fixed["has_error"] = True
+    return human_label_from_row(path, line, {k: v for k, v in fixed.items() if v is not None})
+
+
+def _required(path: Path, line: int, row: Mapping[str, Any], name: str) -> None:
+    value = row.get(name)
+    raise InvalidRecordError(
+        path=path,
+        line=line,
+        field=name,
+        value=value if value is not None else None,
+        reason="required field is missing" if value is None else "required field is empty",
+    )
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for line, raw, row in iter_json_lines(path):
         if isinstance(row, RowError):
             text = raw.decode("utf-8", "replace").rstrip("\r\n")
-            raise InvalidRecordError(path=p, line=line, reason=row.reason, value=text)
-        labels.append(human_label_from_row(p, line, row))
-    return labels
+            raise InvalidRecordError(path=path, line=line, reason=row.reason, value=text)
+        yield line, row
+
+
+def _labelstudio_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A Label Studio JSON export as rows, one per (task, annotation); the line is the
+    task's number."""
+    try:
+        tasks = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputFormatError(path=path, reason=f"not JSON: {exc}") from None
+    if not isinstance(tasks, list):
+        raise InputFormatError(
+            path=path,
+            reason="a Label Studio export is a JSON list of tasks",
+            hint="export the project from Label Studio as JSON (not JSON-MIN)",
+        )
+    for number, task in enumerate(tasks, start=1):
+        data = task.get("data", {}) if isinstance(task, dict) else {}
+        if not isinstance(data, dict) or _blank(data.get("trace_id")):
+            raise InvalidRecordError(
+                path=path, line=number, field="data.trace_id", reason="task without a trace_id"
+            )
+        for annotation in task.get("annotations", []) or []:
+            if annotation.get("was_cancelled"):
+                continue
+            who = annotation.get("completed_by")
+            if isinstance(who, dict):
+                who = who.get("email") or who.get("id")
+            row: dict[str, Any] = {
+                "trace_id": data["trace_id"],
+                "annotator": None if who is None else f"labelstudio:{who}",
+                "weight": data.get("weight", 1.0),
+            }
+            for result in annotation.get("result", []) or []:
+                value = result.get("value", {})
+                if result.get("from_name") == "error_type" and value.get("choices"):
+                    row["error_type"] = value["choices"][0]
+                elif result.get("from_name") == "first_error_step" and "number" in value:
+                    row["first_error_step"] = value["number"]
+            yield number, row
 
 
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -92,17 +231,6 @@ def _csv_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 if cell == "" and key != "error_type":
                     continue  # empty cell = missing
                 row[key] = cell
-            if "has_error" in row:
-                flag = _BOOL_TEXT.get(str(row["has_error"]).strip().lower())
-                if flag is None:
-                    raise InvalidRecordError(
-                        path=path,
-                        line=line,
-                        field="has_error",
-                        value=row["has_error"],
-                        reason="must be true/false, 1/0 or yes/no",
-                    )
-                row["has_error"] = flag
             rows.append((line, row))
     return rows
 

@@ -216,21 +216,23 @@ def read_labels(
 
 
 class LabelRow(NamedTuple):
-    """The two fields of a label that distributions need: what ``read_label_rows`` keeps."""
+    """The fields of a label that distributions need: what ``read_label_rows`` keeps."""
 
     status: str
     """A ``LabelStatus`` value."""
     error_type: str | None
     """The error type of an ``ok`` label."""
+    inclusion_prob: float | None = None
+    """The label budget's inclusion probability of the trace (None: every trace judged)."""
 
 
 def read_label_rows(
     run_dir_or_file: str | Path, *, judge: str | None = None
 ) -> dict[str, LabelRow]:
-    """``trace_id -> LabelRow(status, error_type)`` of each current record (the last one
-    wins) of one judge configuration (as in ``read_labels``): the labels without their text
-    (evidence, explanation, raw replies), so memory grows with the number of labels, never with
-    what the judge wrote."""
+    """``trace_id -> LabelRow(status, error_type, inclusion_prob)`` of each current record
+    (the last one wins) of one judge configuration (as in ``read_labels``): the labels without
+    their text (evidence, explanation, raw replies), so memory grows with the number of labels,
+    never with what the judge wrote."""
     path = labels_path(run_dir_or_file)
     statuses = {s.value: s.value for s in LabelStatus}
     types: dict[str, str] = {}
@@ -248,7 +250,10 @@ def read_label_rows(
             )
         if error_type is not None:
             error_type = types.setdefault(str(error_type), str(error_type))  # one copy each
-        rows[trace_id] = LabelRow(statuses[status], error_type)
+        prob = record.get("inclusion_prob")
+        rows[trace_id] = LabelRow(
+            statuses[status], error_type, float(prob) if isinstance(prob, int | float) else None
+        )
     _one_judge(path, judges, judge)
     return rows
 
@@ -311,6 +316,9 @@ class RunManifest(BaseModel):
     """Taxonomy version."""
     taxonomy_hash: str = ""
     """Content hash of the taxonomy."""
+    taxonomy_path: str | None = None
+    """Absolute path of the ``--taxonomy`` file; None for the built-in one. The analysis
+    commands read the run's taxonomy from here (checked against ``taxonomy_hash``)."""
     prompt_hash: str = ""
     """Hash of the prompt templates."""
     seed: int = 0

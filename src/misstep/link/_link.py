@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from misstep.agreement import CorrectedDistribution, corrected_distributions
+from misstep.agreement import ErrorDistribution, error_distributions
 from misstep.errors import AnalysisError, InputFormatError, InvalidRecordError
-from misstep.labels import HumanLabel, StoredLabel, human_consensus
+from misstep.labels import HumanLabel, LabelRow, StoredLabel, human_consensus
 from misstep.link._anatomy import (
     FAILURE_KINDS,
     PROBLEM_KEY,
@@ -60,7 +60,6 @@ from misstep.link._shifts import (
     stratum_weights,
 )
 from misstep.metrics._order import order_checkpoints
-from misstep.taxonomy import load_taxonomy
 
 __all__ = [
     "LINK_STAGES",
@@ -102,8 +101,8 @@ class CheckpointSummary(BaseModel):
     error_dist_judge: dict[str, float] | None = None
     """Share of labelled wrong traces per type, as the judge gives it."""
     error_dist_ci: dict[str, tuple[float, float] | None]
-    """95% interval of each share of ``error_dist`` (cluster bootstrap for the judge's shares;
-    the correction's bootstrap for corrected ones)."""
+    """95% interval of each share of ``error_dist``: the bootstrap of
+    ``misstep.agreement.error_distributions`` (within each dataset), the same as ``summary``."""
     error_dist_corrected: dict[str, float | None] | None = None
     """Corrected for the judge's confusion (with human labels); None for a type that is not
     identified."""
@@ -137,7 +136,8 @@ class LinkResult(BaseModel):
     ks: list[int]
     """All k computed."""
     types: list[str]
-    """Error types seen in the labels, sorted."""
+    """Error types: the run's taxonomy keys in its order (without a taxonomy, those seen in
+    the labels, sorted)."""
     checkpoints: list[CheckpointSummary]
     """In checkpoint order."""
     shifts: list[Shift]
@@ -283,7 +283,9 @@ def _mix(rows: pd.DataFrame, types: list[str]) -> dict[str, float]:
     return {t: float(counts.get(t, 0) / len(rows)) for t in types}
 
 
-def _agreement(human: Sequence[HumanLabel], labelled: pd.DataFrame) -> dict[str, Any] | None:
+def _agreement(
+    human: Sequence[HumanLabel], labelled: pd.DataFrame, types: Sequence[str] = ()
+) -> dict[str, Any] | None:
     """Judge vs the human consensus (``misstep.labels.human_consensus``: ties have none)."""
     from sklearn.metrics import cohen_kappa_score
 
@@ -294,7 +296,9 @@ def _agreement(human: Sequence[HumanLabel], labelled: pd.DataFrame) -> dict[str,
     if not pairs:
         return {"n": 0, "note": "no trace has both a judge label and a human consensus"}
     jl, hl = zip(*pairs, strict=True)
-    cats = sorted(set(jl) | set(hl))
+    used = set(jl) | set(hl)
+    # The taxonomy's order, as every table; a type outside it (no taxonomy given) after.
+    cats = [t for t in types if t in used] + sorted(used - set(types))
     matrix = [[sum(1 for a, b in pairs if b == r and a == c) for c in cats] for r in cats]
     kappa = cohen_kappa_score(list(hl), list(jl), labels=cats) if len(cats) > 1 else None
     return {
@@ -319,6 +323,8 @@ def link_analysis(
     seed: int = 0,
     n_boot: int = 1000,
     on_stage: Callable[[str], None] | None = None,
+    categories: Sequence[str] | None = None,
+    distributions: Sequence[ErrorDistribution] | None = None,
 ) -> LinkResult:
     """Link error-type shifts to majority-vote failures across checkpoints.
 
@@ -327,6 +333,11 @@ def link_analysis(
     ``first_error_step``, ``evidence``). ``ks`` are capped at the smallest number of samples of
     a problem; the headline ``sc_gain@k`` uses the largest. Every random step is seeded by
     ``seed``. Raises ``AnalysisError`` when the table is empty.
+
+    ``categories`` (the run's taxonomy keys) are the types every table shows, in order;
+    ``distributions`` are the per-checkpoint error distributions
+    (``LabelledRun.distributions(pool_datasets=True)``); without them they are computed here
+    by the same ``misstep.agreement.error_distributions``.
     """
     if graded.empty:
         raise AnalysisError("the graded table is empty: nothing to analyse")
@@ -348,20 +359,47 @@ def link_analysis(
         weights = stratum_weights(wrong, wl)
         if not np.allclose(weights.to_numpy(), 1.0):
             wl = wl.assign(weight=weights.to_numpy())
-    types = sorted(wl["error_type"].astype(str).unique().tolist())
+    seen_types = set(wl["error_type"].astype(str).unique().tolist())
+    if categories is None:
+        types = sorted(seen_types)
+    else:
+        types = list(categories)
+        unknown = sorted(seen_types - set(types))
+        if unknown:
+            raise AnalysisError(
+                f"labels with error types outside the taxonomy: {', '.join(unknown)}",
+                hint="analyse the run with the taxonomy it was labelled with",
+            )
+    # The tests and correlations run over the types that occur (a type never given has no
+    # share to test); every table shows all of ``types``.
+    seen = [t for t in types if t in seen_types]
     if wl.empty:
         notes.append("no wrong trace has an ok label: the error-type analysis is empty")
 
     _stage(on_stage, "error-type distributions and their shifts")
-    shares, draws = checkpoint_shares(wl, checkpoints, types, seed=seed, n_boot=n_boot)
-    shifts = distribution_shifts(shares, draws, types)
-    judge_shares = {cs.checkpoint: dict(cs.shares) for cs in shares}
-    judge_ci = {cs.checkpoint: dict(cs.ci) for cs in shares}
-    corrected = _corrected(wl, human, types, notes, seed=seed, n_boot=min(n_boot, 200))
-    if corrected is None:
-        notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
+    shares, draws = checkpoint_shares(wl, checkpoints, seen, seed=seed, n_boot=n_boot)
+    shifts = distribution_shifts(shares, draws, seen)
+    if distributions is None:
+        distributions = error_distributions(
+            graded,
+            labels if not isinstance(labels, pd.DataFrame) else _label_rows(labels),
+            types if categories is not None else sorted(seen_types | _human_types(human)),
+            human=human,
+            n_boot=n_boot,
+            seed=seed,
+            pool_datasets=True,
+        )
+    dists = {d.checkpoint: d for d in distributions}
+    corrected = any(d.error_dist_corrected is not None for d in dists.values())
+    if human is not None and not corrected:
+        notes.append(
+            "human labels share no trace with the judge's labels: distributions are uncorrected"
+        )
+    if corrected:
+        _corrected_notes(dists, notes)
     else:
-        _use_corrected(shares, shifts, corrected, notes)
+        notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
+    _use_distributions(shares, shifts, dists, corrected=corrected)
 
     _stage(on_stage, "majority-vote failures")
     votes = problem_votes(graded)
@@ -393,9 +431,9 @@ def link_analysis(
         t: np.array(
             [cs.shares.get(t, np.nan) if cs.n_labelled else np.nan for cs in shares], dtype=float
         )
-        for t in types
+        for t in seen
     }
-    for t in types:
+    for t in seen:
         corr(t, f"sc_gain@{k}", "type_vs_sc_gain", share_vec[t], sc_vec)
     for cause in CAUSES:
         series = np.array(
@@ -428,7 +466,7 @@ def link_analysis(
             for ck, v in zip(checkpoints, vals, strict=True):
                 tm_by_ck.setdefault(ck, {})[str(col)] = finite(v)
             corr(str(col), f"sc_gain@{k}", "train_vs_sc_gain", vals, sc_vec)
-            for t in types:
+            for t in seen:
                 corr(str(col), t, "train_vs_type", vals, share_vec[t])
     for c, adj in zip(cors, bh_adjust([c.p_raw for c in cors]), strict=True):
         c.p_value = adj
@@ -438,7 +476,7 @@ def link_analysis(
         )
 
     _stage(on_stage, "per-problem regression")
-    regression = problem_regression(votes, wl, types, seed=seed)
+    regression = problem_regression(votes, wl, seen, seed=seed)
     if regression.coefficients == [] and regression.note:
         notes.append(regression.note)
     transitions, _ = dominant_transitions(wl, checkpoints)
@@ -478,15 +516,13 @@ def link_analysis(
         fk = fail_by.get_group(ck)["kind"].value_counts() if ck in fail_by.groups else pd.Series()
         m = mix_by.get(ck, mix.iloc[:0])
         step = steps_all.get(ck)
-        cd = corrected.get(ck) if corrected is not None else None
+        d = dists.get(ck)
         wrong_count = int(n_wrong.get(ck, 0))
         problems_count = int(n_prob.get(ck, 0))
-        used: dict[str, float | None] | None = None
-        if cs.n_labelled:
-            used = dict(cd.corrected) if cd is not None else dict(judge_shares[ck])
-        ci: dict[str, tuple[float, float] | None] = (
-            dict(cd.corrected_ci) if cd is not None else dict(judge_ci[ck])
-        )
+        has = d is not None and d.error_dist is not None
+        ci: dict[str, tuple[float, float] | None] = {}
+        if d is not None and has:
+            ci = dict((d.error_dist_ci if corrected else d.error_dist_raw_ci) or {})
         summaries.append(
             CheckpointSummary(
                 checkpoint=ck,
@@ -504,12 +540,16 @@ def link_analysis(
                     c: (tuple(v) if v is not None else None)
                     for c, v in metric_cis.get(ck, {}).items()
                 },
-                error_dist=used,
-                error_dist_source="corrected" if corrected is not None else "judge",
-                error_dist_judge=judge_shares[ck] if cs.n_labelled else None,
-                error_dist_ci=ci if cs.n_labelled else {},
-                error_dist_corrected=dict(cd.corrected) if cd is not None else None,
-                not_identified=list(cd.not_identified) if cd is not None else [],
+                error_dist=d.used if d is not None and has else None,
+                error_dist_source="corrected" if corrected else "judge",
+                error_dist_judge=dict(d.error_dist) if d is not None and d.error_dist else None,
+                error_dist_ci=ci,
+                error_dist_corrected=(
+                    dict(d.error_dist_corrected)
+                    if d is not None and d.error_dist_corrected is not None
+                    else None
+                ),
+                not_identified=list(d.not_identified) if d is not None else [],
                 majority_failures=int(fk.sum()),
                 majority_failure_rate=int(fk.sum()) / problems_count if problems_count else None,
                 failure_kinds={kd: int(fk.get(kd, 0)) for kd in FAILURE_KINDS},
@@ -561,7 +601,7 @@ def link_analysis(
         cause_shifts=c_shifts,
         vote_transitions=vote_transitions(graded, checkpoints),
         coverage=coverage_table(graded),
-        agreement=_agreement(human, lab) if human is not None else None,
+        agreement=_agreement(human, lab, types) if human is not None else None,
         findings=findings,
         notes=notes,
     )
@@ -576,33 +616,24 @@ def _stage(on_stage: Callable[[str], None] | None, name: str) -> None:
         on_stage(name)
 
 
-def _corrected(
-    wl: pd.DataFrame,
-    human: Sequence[HumanLabel] | None,
-    types: list[str],
-    notes: list[str],
-    *,
-    seed: int,
-    n_boot: int,
-) -> dict[str, CorrectedDistribution] | None:
-    """Per checkpoint, the judge's distribution corrected for its confusion: the same
-    ``misstep.agreement.correct_distribution`` over the same human consensus that ``summary``
-    uses, with the confusion matrix pooled over every human-labelled trace the judge typed."""
-    if human is None:
-        return None
-    agreed = dict(human_consensus(human).items())
-    judge = dict(zip(wl["trace_id"], wl["error_type"].astype(str), strict=True))
-    if not set(judge) & set(agreed):
-        notes.append(
-            "human labels share no trace with the judge's labels: distributions are uncorrected"
-        )
-        return None
-    # The same categories as ``summary``: the taxonomy's, then any other key seen, so that
-    # both correct through the same confusion matrix.
-    keys = list(load_taxonomy(None).keys)
-    cats = keys + sorted((set(types) | {t for t, _ in agreed.values()}) - set(keys))
-    groups = dict(zip(wl["trace_id"], wl["checkpoint"], strict=True))
-    dists = corrected_distributions(judge, agreed, cats, groups=groups, n_boot=n_boot, seed=seed)
+def _label_rows(labels: pd.DataFrame) -> dict[str, StoredLabel | LabelRow]:
+    """A labels DataFrame as ``LabelRow`` per trace (an ``ok`` status when it has none)."""
+    status = (
+        labels["status"].astype(str).tolist()
+        if "status" in labels.columns
+        else ["ok"] * len(labels)
+    )
+    return {
+        str(t): LabelRow(s, None if pd.isna(e) else str(e))
+        for t, s, e in zip(labels["trace_id"], status, labels["error_type"], strict=True)
+    }
+
+
+def _human_types(human: Sequence[HumanLabel] | None) -> set[str]:
+    return {h.error_type for h in human or [] if h.error_type is not None}
+
+
+def _corrected_notes(dists: Mapping[str, ErrorDistribution], notes: list[str]) -> None:
     missing = sorted({c for d in dists.values() for c in d.not_identified})
     notes.append(
         "with human labels, shares, changes and findings use the corrected distributions (the "
@@ -617,23 +648,30 @@ def _corrected(
             + " (no person gave the type, or the judge never uses the categories that would "
             "tell it apart from others)"
         )
-    return dists
 
 
-def _use_corrected(
+def _use_distributions(
     shares: list[CheckpointShares],
     shifts: list[Shift],
-    corrected: Mapping[str, CorrectedDistribution],
-    notes: list[str],
+    dists: Mapping[str, ErrorDistribution],
+    *,
+    corrected: bool,
 ) -> None:
-    """Replace the judge's shares by the corrected ones where identified, in place: the
-    findings, tables and report then narrate the corrected distributions."""
+    """Take each checkpoint's shares and intervals from its error distribution (the one
+    computation ``summary`` shows too), in place: corrected ones where identified, so the
+    findings, tables and report narrate the same numbers."""
     for cs in shares:
-        cd = corrected.get(cs.checkpoint)
-        if cd is None:
+        d = dists.get(cs.checkpoint)
+        if d is None or d.error_dist is None:
             continue
-        cs.shares = {t: v for t, v in cd.corrected.items() if v is not None}
-        cs.ci = {t: ci for t, ci in cd.corrected_ci.items() if ci is not None}
+        if corrected and d.error_dist_corrected is not None:
+            cs.shares = {t: v for t, v in d.error_dist_corrected.items() if v is not None}
+            cs.ci = {t: ci for t, ci in (d.error_dist_ci or {}).items() if ci is not None}
+        else:
+            cs.shares = {t: v for t, v in d.error_dist.items() if t in cs.shares}
+            cs.ci = {t: ci for t, ci in (d.error_dist_raw_ci or {}).items() if ci is not None}
+    if not corrected:
+        return  # the judge's shares are the ones the shift tests measured
     by_ck = {cs.checkpoint: cs.shares for cs in shares}
     for shift in shifts:
         before, after = by_ck.get(shift.before, {}), by_ck.get(shift.after, {})

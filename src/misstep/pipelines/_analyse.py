@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from misstep.agreement import read_annotations
-from misstep.labels import HumanLabel, StoredLabel, check_labels_input, read_labels
+from misstep.agreement import LabelledRun, load_labelled_run
+from misstep.labels import HumanLabel, StoredLabel
 from misstep.link import LinkResult, link_analysis
 from misstep.metrics import CheckpointMetrics, VotingRow, vote_metrics, voting_table
 from misstep.report import report_trace_ids, write_report
@@ -45,6 +45,8 @@ class RunAnalysis:
     """The analysis with the datasets of each checkpoint pooled."""
     by_dataset: dict[str, LinkResult] = field(default_factory=dict)
     """With ``by="dataset"``: the same analysis run on each dataset alone, by name."""
+    labelled: LabelledRun | None = None
+    """The label run as every analysis reads it (taxonomy, people's labels, distributions)."""
 
 
 def analyse_run(
@@ -60,14 +62,16 @@ def analyse_run(
     labels_from_other_input: bool = False,
     judge_id: str | None = None,
     by: str | None = None,
+    taxonomy: str | Path | None = None,
     cache: bool = True,
     on_stage: Callable[[str], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> RunAnalysis:
     """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
     through the graded-table cache), the current labels of ``labels`` (a run directory or a
-    labels.jsonl, which must belong to that input unless ``labels_from_other_input``) and the
-    human label files, linked: error types against vote failures."""
+    labels.jsonl, which must belong to that input unless ``labels_from_other_input``), read
+    with its taxonomy and people's labels by ``misstep.agreement.load_labelled_run``, linked:
+    error types against vote failures."""
     run = (
         traces_path
         if isinstance(traces_path, GradedRun)
@@ -80,16 +84,18 @@ def analyse_run(
         )
     )
     graded = run.table
-    stored = read_labels(labels, judge=judge_id)
-    check_labels_input(
+    labelled = load_labelled_run(
         labels,
-        stored,
-        input_path=run.input_path,
-        input_sha256=run.input_sha256,
-        trace_ids=set(graded["trace_id"].tolist()),
+        run,
+        judge=judge_id,
+        human=human,
+        taxonomy=taxonomy,
         allow_other_input=labels_from_other_input,
+        full=True,
+        seed=seed,
     )
-    human_labels = [h for path in human for h in read_annotations(path)] or None
+    stored = labelled.records
+    human_labels = labelled.human or None
     result = link_analysis(
         graded,
         stored,
@@ -98,9 +104,12 @@ def analyse_run(
         ks=ks,
         seed=seed,
         on_stage=on_stage,
+        categories=labelled.categories,
+        distributions=labelled.distributions(pool_datasets=True),
     )
     per_dataset: dict[str, LinkResult] = {}
     if by == "dataset":
+        split = labelled.distributions(pool_datasets=False)
         for name, part in graded.groupby("dataset", sort=True):
             per_dataset[str(name)] = link_analysis(
                 part.reset_index(drop=True),
@@ -110,9 +119,16 @@ def analyse_run(
                 ks=ks,
                 seed=seed,
                 on_stage=None if on_stage is None else _named(on_stage, str(name)),
+                categories=labelled.categories,
+                distributions=[d for d in split if d.dataset == str(name)],
             )
     return RunAnalysis(
-        graded=graded, labels=stored, human=human_labels, result=result, by_dataset=per_dataset
+        graded=graded,
+        labels=stored,
+        human=human_labels,
+        result=result,
+        by_dataset=per_dataset,
+        labelled=labelled,
     )
 
 

@@ -209,6 +209,7 @@ def _manifest(
         taxonomy_id=str(taxonomy.id),
         taxonomy_version=str(taxonomy.version),
         taxonomy_hash=taxonomy.hash,
+        taxonomy_path=taxonomy.source,
         prompt_hash=prompt_hash(),
         seed=config.seed,
         server_model=getattr(judge, "server_model", None),

@@ -111,4 +111,6 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
         ) from None
     except UnicodeDecodeError:
         raise TaxonomyError(path=p, reason="the file is not UTF-8 text") from None
-    return _parse(text, str(p))
+    taxonomy = _parse(text, str(p))
+    taxonomy._source = str(p.resolve())
+    return taxonomy

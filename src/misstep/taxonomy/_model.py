@@ -46,6 +46,7 @@ class Taxonomy(BaseModel):
     """The categories, in the order the prompt shows them."""
 
     _hash: str = PrivateAttr(default="")
+    _source: str | None = PrivateAttr(default=None)
 
     def model_post_init(self, __context: Any) -> None:
         # Canonical JSON of the parsed content: stable across key order and YAML formatting.
@@ -68,6 +69,12 @@ class Taxonomy(BaseModel):
     def hash(self) -> str:
         """12 hex digits of sha256 over the canonical JSON of the taxonomy's content."""
         return self._hash
+
+    @property
+    def source(self) -> str | None:
+        """The absolute path of the YAML file it was loaded from; None for the built-in one
+        (a label run records it, so that every analysis reads the run's own taxonomy)."""
+        return self._source
 
     def category(self, key: str) -> Category:
         """The category with this key; KeyError when there is none."""

@@ -1,0 +1,335 @@
+"""A label run as every analysis reads it: the one loader behind ``summary``, ``link``,
+``report``, ``agree`` and ``sample``, so that one run gives one answer whichever command
+reads it.
+
+``load_labelled_run`` gathers
+
+- the current labels of one judge configuration (``read_label_rows`` / ``read_labels`` with
+  the judge chosen), checked to belong to the input (``check_labels_input``);
+- the run's taxonomy: the ``--taxonomy`` file the run was labelled with (its path and hash are
+  in the manifest), never silently the built-in one; a judge label whose type is not a key of
+  it is an error;
+- people's labels through the one reader (``misstep.labels.read_human_labels``) checked
+  against that taxonomy: the files given and the run's own ``RUN_DIR/human/*.jsonl``;
+- the label budget's inclusion probabilities, from the stored records;
+
+and ``LabelledRun.distributions`` computes the error distributions, raw and corrected, with
+their intervals once (``error_distributions``: stratified by dataset when a checkpoint pools
+its datasets, ``n_boot`` resamples).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from misstep.agreement._errordist import ErrorDistribution, error_distributions
+from misstep.errors import AnalysisError, LabelStoreError, TaxonomyError
+from misstep.labels import (
+    HumanLabel,
+    LabelRow,
+    LabelStatus,
+    StoredLabel,
+    check_labels_input,
+    human_label_files,
+    read_human_labels,
+    read_label_rows,
+    read_labels,
+    read_manifest,
+)
+from misstep.labels._store import labels_path
+from misstep.rollouts import GradedRun
+from misstep.taxonomy import Taxonomy, load_taxonomy
+
+__all__ = [
+    "LabelledRun",
+    "add_error_distributions",
+    "labelled_summary",
+    "load_labelled_run",
+    "run_taxonomy",
+]
+
+DEFAULT_N_BOOT = 1000
+"""Bootstrap resamples of the error distributions' intervals, in every command."""
+
+
+@dataclass
+class LabelledRun:
+    """What every analysis needs from a label run joined to its graded input."""
+
+    run: GradedRun | None
+    """The graded input the labels belong to (None: labels alone, as ``agree`` reads them;
+    no distributions then)."""
+    labels_path: Path
+    """The run directory (or labels.jsonl) given."""
+    labels: Mapping[str, StoredLabel | LabelRow]
+    """trace_id -> current label of the chosen judge configuration (``StoredLabel`` records
+    when loaded with ``full``, else ``LabelRow``: status, type and inclusion probability)."""
+    taxonomy: Taxonomy
+    """The run's taxonomy."""
+    human: list[HumanLabel] = field(default_factory=list)
+    """People's labels, every type a key of ``taxonomy``."""
+    human_files: list[Path] = field(default_factory=list)
+    """The files they were read from (the ones given, then ``RUN_DIR/human/*.jsonl``)."""
+    inclusion: dict[str, float] = field(default_factory=dict)
+    """trace_id -> the label budget's inclusion probability (empty: every trace judged)."""
+    outside: int = 0
+    """Labelled traces that are not in the input (left out; only with ``allow_other_input``)."""
+    n_boot: int = DEFAULT_N_BOOT
+    """Bootstrap resamples of the distributions' intervals."""
+    seed: int = 0
+    """Seed of the distributions' bootstrap."""
+    _dists: dict[bool, list[ErrorDistribution]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The graded table; ``AnalysisError`` for a run loaded without its input."""
+        if self.run is None:
+            raise AnalysisError(
+                f"the label run {self.labels_path} was loaded without its traces",
+                hint="pass the traces file the run was labelled from",
+            )
+        return self.run.table
+
+    @property
+    def records(self) -> dict[str, StoredLabel]:
+        """The whole stored records; ``AnalysisError`` unless loaded with ``full``."""
+        out = {t: lab for t, lab in self.labels.items() if isinstance(lab, StoredLabel)}
+        if len(out) != len(self.labels):
+            raise AnalysisError(
+                f"the label run {self.labels_path} was loaded without its records' text",
+                hint="load it with full=True",
+            )
+        return out
+
+    @property
+    def categories(self) -> list[str]:
+        """The taxonomy's keys, in its order: every table shows these."""
+        return list(self.taxonomy.keys)
+
+    def distributions(self, *, pool_datasets: bool) -> list[ErrorDistribution]:
+        """Per (checkpoint, dataset), or per checkpoint with ``pool_datasets`` (stratified by
+        dataset): the error distributions of wrong traces, raw and (with people's labels)
+        corrected, with their intervals. Computed once per grouping."""
+        if pool_datasets not in self._dists:
+            self._dists[pool_datasets] = error_distributions(
+                self.table,
+                self.labels,
+                self.categories,
+                human=self.human or None,
+                n_boot=self.n_boot,
+                seed=self.seed,
+                pool_datasets=pool_datasets,
+            )
+        return self._dists[pool_datasets]
+
+    def weight(self, trace_id: str) -> float:
+        """Inverse inclusion probability of a trace in the label budget (1 without one)."""
+        prob = self.inclusion.get(trace_id)
+        return 1.0 / prob if prob else 1.0
+
+
+def _run_dir(labels: str | Path) -> Path:
+    path = labels_path(labels)
+    return path.parent
+
+
+def run_taxonomy(labels: str | Path, taxonomy: str | Path | None = None) -> Taxonomy:
+    """The taxonomy a label run was made with.
+
+    With ``taxonomy`` (a YAML file) that file, which must have the hash the run's manifest
+    records. Without it: the file the manifest names (``taxonomy_path``), checked by hash; the
+    built-in one for a run labelled with it or without a manifest. A moved or changed file,
+    or a run made with a file whose path was not recorded, raises ``TaxonomyError`` saying to
+    pass ``--taxonomy FILE``."""
+    run_dir = _run_dir(labels)
+    manifest = read_manifest(run_dir) if run_dir.is_dir() else None
+    recorded = manifest.taxonomy_hash if manifest is not None else ""
+    what = (
+        f"taxonomy {manifest.taxonomy_id} version {manifest.taxonomy_version} (hash {recorded})"
+        if manifest is not None
+        else ""
+    )
+    if taxonomy is not None:
+        tax = load_taxonomy(taxonomy)
+        if recorded and tax.hash != recorded:
+            raise TaxonomyError(
+                path=taxonomy,
+                reason=f"its hash is {tax.hash}, but the label run {run_dir} was made with {what}",
+                hint="pass the taxonomy file the run was labelled with, or leave --taxonomy "
+                "out to use the one the run records",
+            )
+        return tax
+    path = manifest.taxonomy_path if manifest is not None else None
+    if path:
+        if not Path(path).is_file():
+            raise TaxonomyError(
+                path=path,
+                reason=f"the label run {run_dir} was made with this taxonomy file ({what}), "
+                "which no longer exists",
+                hint=f"pass --taxonomy FILE with the moved file (its hash must be {recorded})",
+            )
+        tax = load_taxonomy(path)
+        if recorded and tax.hash != recorded:
+            raise TaxonomyError(
+                path=path,
+                reason=f"changed since the label run {run_dir} was made with it: its hash is "
+                f"now {tax.hash}, the run's is {recorded}",
+                hint="restore the file, or pass --taxonomy FILE with the version the run used",
+            )
+        return tax
+    builtin = load_taxonomy(None)
+    if recorded and builtin.hash != recorded:
+        raise TaxonomyError(
+            path=run_dir,
+            reason=f"the label run was made with {what}, not the built-in {builtin.id} "
+            f"(hash {builtin.hash}), and its manifest does not say which file",
+            hint="pass --taxonomy FILE with the taxonomy the run was labelled with",
+        )
+    return builtin
+
+
+def _check_types(
+    labels: Mapping[str, StoredLabel | LabelRow], taxonomy: Taxonomy, where: Path
+) -> None:
+    keys = set(taxonomy.keys)
+    bad = {
+        t: str(lab.error_type)
+        for t, lab in labels.items()
+        if lab.status == LabelStatus.OK
+        and lab.error_type is not None
+        and lab.error_type not in keys
+    }
+    if bad:
+        first = min(bad)
+        raise LabelStoreError(
+            path=where,
+            reason=f"{len(bad)} ok label(s) have an error type that is not a key of the run's "
+            f"taxonomy {taxonomy.id}: {sorted(set(bad.values()))} (first: trace {first!r}); "
+            "allowed: " + ", ".join(taxonomy.keys),
+            hint="pass the taxonomy the run was labelled with (--taxonomy FILE)",
+        )
+
+
+def load_labelled_run(
+    labels: str | Path,
+    run: GradedRun | None,
+    *,
+    judge: str | None = None,
+    human: Sequence[str | Path] = (),
+    taxonomy: str | Path | None = None,
+    allow_other_input: bool = False,
+    full: bool = False,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+) -> LabelledRun:
+    """The label run at ``labels`` (a run directory or its labels.jsonl) joined to ``run``
+    (None: the labels alone, without the input check or distributions).
+
+    ``judge`` chooses one judge configuration (required when the file holds several);
+    ``human`` adds people's label files to the run's own ``RUN_DIR/human/*.jsonl``;
+    ``taxonomy`` overrides the run's taxonomy file (same hash required, see ``run_taxonomy``);
+    ``allow_other_input`` accepts a run made from another input, joined by trace_id; ``full``
+    keeps the whole ``StoredLabel`` records (evidence, steps: what the report shows), else
+    only status, type and inclusion probability (memory never grows with the judge's text).
+    Raises ``LabelStoreError`` for a run of another input or a judge type outside the
+    taxonomy, ``TaxonomyError`` for a taxonomy that moved or changed, ``InvalidRecordError``
+    (file, line, field, value, allowed keys) for a person's type outside it."""
+    tax = run_taxonomy(labels, taxonomy)
+    stored: Mapping[str, StoredLabel | LabelRow] = (
+        read_labels(labels, judge=judge) if full else read_label_rows(labels, judge=judge)
+    )
+    outside = 0
+    if run is not None:
+        outside = check_labels_input(
+            labels,
+            stored,
+            input_path=run.input_path,
+            input_sha256=run.input_sha256,
+            trace_ids=set(run.table["trace_id"].tolist()),
+            allow_other_input=allow_other_input,
+        )
+    _check_types(stored, tax, labels_path(labels))
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for path in [*map(Path, human), *human_label_files(_run_dir(labels))]:
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            files.append(path)
+    people = [row for path in files for row in read_human_labels(path, keys=tax.keys)]
+    inclusion = {
+        t: float(prob)
+        for t, lab in stored.items()
+        if (prob := getattr(lab, "inclusion_prob", None)) is not None
+    }
+    return LabelledRun(
+        run=run,
+        labels_path=Path(labels),
+        labels=stored,
+        taxonomy=tax,
+        human=people,
+        human_files=files,
+        inclusion=inclusion,
+        outside=outside,
+        n_boot=n_boot,
+        seed=seed,
+    )
+
+
+def add_error_distributions(
+    records: list[dict[str, Any]],
+    dists: Sequence[ErrorDistribution],
+    *,
+    corrected: bool,
+    flat: bool = False,
+) -> None:
+    """Add ``n_labelled``, ``labelled_share``, ``error_dist``, ``error_dist_raw_ci`` (and with
+    ``corrected`` ``error_dist_corrected``, ``error_dist_ci``) to each summary record in place,
+    matched on checkpoint and dataset (``flat``: as ``error_dist.<type>`` columns, for CSV)."""
+    by_group = {(d.checkpoint, d.dataset): d for d in dists}
+    for record in records:
+        d = by_group.get((str(record.get("checkpoint")), str(record.get("dataset"))))
+        record["n_labelled"] = d.n_labelled if d is not None else 0
+        record["labelled_share"] = d.labelled_share if d is not None else None
+        record["error_dist"] = d.error_dist if d is not None else None
+        record["error_dist_raw_ci"] = d.error_dist_raw_ci if d is not None else None
+        if corrected:
+            record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
+            record["error_dist_ci"] = d.error_dist_ci if d is not None else None
+        if flat:
+            for name in (
+                "error_dist",
+                "error_dist_raw_ci",
+                "error_dist_corrected",
+                "error_dist_ci",
+            ):
+                for key, value in (record.pop(name, None) or {}).items():
+                    record[f"{name}.{key}"] = value
+
+
+def labelled_summary(
+    labelled: LabelledRun,
+    ks: Sequence[int],
+    *,
+    by_dataset: bool | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """``misstep summary --labels`` as data: one record per checkpoint (per checkpoint and
+    dataset with ``by_dataset``; None: as ``misstep.metrics.vote_metrics`` decides) holding
+    the vote metrics and the error distributions of ``labelled`` (pooled checkpoints
+    stratified by dataset)."""
+    from misstep.metrics import problem_counts, vote_metrics
+
+    rows = vote_metrics(problem_counts(labelled.table), list(ks), by_dataset=by_dataset, seed=seed)
+    records: list[dict[str, Any]] = [row.to_json() for row in rows]
+    pool = bool(rows) and all(row.dataset == "all" for row in rows)
+    add_error_distributions(
+        records, labelled.distributions(pool_datasets=pool), corrected=bool(labelled.human)
+    )
+    return records
