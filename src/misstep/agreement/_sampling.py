@@ -295,6 +295,10 @@ def _human(path: Path, line: int, row: dict[str, Any], keys: set[str] | None) ->
 
 
 def _labelled(row: Mapping[str, Any]) -> bool:
+    # "Can't tell" from `misstep review` holds no type, step or flag, yet it is a label: it
+    # supersedes the person's earlier label of the trace (and rates nothing).
+    if row.get("verdict") == "cant_tell":
+        return True
     return not all(_blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error"))
 
 
