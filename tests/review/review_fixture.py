@@ -17,11 +17,11 @@ from misstep.taxonomy import load_taxonomy
 
 # Each payload would set window.__pwned or call alert if it ever ran as code.
 HOSTILE = [
-    '<script>window.__pwned=1;alert(1)</script>',
+    "<script>window.__pwned=1;alert(1)</script>",
     '<img src=x onerror="window.__pwned=2;alert(2)">',
-    '</script><script>window.__pwned=3</script>',
-    'javascript:window.__pwned=4',
-    "\"'><svg onload=\"window.__pwned=5\">",
+    "</script><script>window.__pwned=3</script>",
+    "javascript:window.__pwned=4",
+    '"\'><svg onload="window.__pwned=5">',
     "{{7*7}}${alert(6)}",
 ]
 H = " ".join(HOSTILE)
@@ -53,6 +53,7 @@ def make_run(tmp: Path) -> Fixture:
     wrong (8 wrong traces, each judged ``arithmetic`` at step 1 with a hostile quote)."""
     tmp.mkdir(parents=True, exist_ok=True)
     rows = []
+    quotes: dict[str, str] = {}
     for ck, checkpoint in enumerate(CHECKPOINTS):
         for p in range(2):
             for s in range(4):
@@ -72,6 +73,8 @@ def make_run(tmp: Path) -> Fixture:
                         "response": _response(ck + p + s, wrong),
                     }
                 )
+                # The quote of the wrong step, verbatim (see _response).
+                quotes[str(rows[-1]["trace_id"])] = f"2 + 3 = 6 {HOSTILE[(ck + p + s + 1) % 6]}"
     traces = tmp / "traces.jsonl"
     traces.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     run_dir = tmp / "run"
@@ -81,7 +84,6 @@ def make_run(tmp: Path) -> Fixture:
     for r in rows:
         if r["correct"]:
             continue
-        quote = f"2 + 3 = 6 {HOSTILE[(CHECKPOINTS.index(str(r['checkpoint'])) + 1) % 6]}"
         labels.append(
             StoredLabel(
                 trace_id=str(r["trace_id"]),
@@ -89,7 +91,7 @@ def make_run(tmp: Path) -> Fixture:
                 status=LabelStatus.OK,
                 error_type="arithmetic",
                 first_error_step=1,
-                evidence=quote,
+                evidence=quotes[str(r["trace_id"])],
                 explanation=f"The sum is wrong. {H}",
                 confidence=0.9,
             )

@@ -86,7 +86,9 @@ def test_list_filters_and_pages(fx: Fixture) -> None:
         # Pages cover the list once: 5 + 5 + 5 + 1 = 16 distinct ids.
         seen = []
         for offset in (0, 5, 10, 15):
-            seen += [i["trace_id"] for i in c.get(f"/api/traces?limit=5&offset={offset}")[2]["items"]]
+            seen += [
+                i["trace_id"] for i in c.get(f"/api/traces?limit=5&offset={offset}")[2]["items"]
+            ]
         assert sorted(seen) == sorted(fx.trace_ids)
         # 8 wrong traces, all labelled arithmetic with confidence 0.9.
         assert c.get("/api/traces?outcome=wrong")[2]["total"] == 8
@@ -102,8 +104,14 @@ def test_list_filters_and_pages(fx: Fixture) -> None:
         # so 6 (2 votes) ties 5 (2 votes): a tie is not a correct majority -> failure (c >= 1).
         assert c.get("/api/traces?majority_failure=true")[2]["total"] == 16
         assert c.get("/api/traces?majority_failure=false")[2]["total"] == 0
-        for bad in ("limit=0", "limit=501", "offset=-1", "limit=x", "min_confidence=2",
-                    "majority_failure=maybe"):
+        for bad in (
+            "limit=0",
+            "limit=501",
+            "offset=-1",
+            "limit=x",
+            "min_confidence=2",
+            "majority_failure=maybe",
+        ):
             status, _, body = c.get(f"/api/traces?{bad}")
             assert status == 400 and body["error"], bad
 
@@ -143,9 +151,10 @@ def test_labels_are_stored_and_read_by_agree(fx: Fixture) -> None:
         # A later label of the same trace by the same person supersedes; both are kept.
         status, _, body = c.post(_label(a, error_type="misread", first_error_step=0))
         assert status == 200 and body["stored"]["error_type"] == "misread"
-        assert c.get("/api/traces/" + quote(a, safe="") + "?annotator=alice")[2]["human"][
-            "error_type"
-        ] == "misread"
+        assert (
+            c.get("/api/traces/" + quote(a, safe="") + "?annotator=alice")[2]["human"]["error_type"]
+            == "misread"
+        )
     path = fx.run_dir / "human" / "alice.jsonl"
     lines = path.read_bytes().splitlines()
     assert len(lines) == 4 and all(isinstance(orjson.loads(x), dict) for x in lines)
@@ -165,8 +174,17 @@ def test_labels_are_stored_and_read_by_agree(fx: Fixture) -> None:
     assert human_consensus(later).types == {}
     result = CliRunner().invoke(
         app,
-        ["agree", "--human", str(path), "--judge", str(fx.run_dir), "--format", "json",
-         "--n-boot", "20"],
+        [
+            "agree",
+            "--human",
+            str(path),
+            "--judge",
+            str(fx.run_dir),
+            "--format",
+            "json",
+            "--n-boot",
+            "20",
+        ],
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -215,11 +233,15 @@ def test_token_and_cross_site_writes(fx: Fixture) -> None:
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         jar = {"Cookie": f"{COOKIE}={server.token}"}
         status, headers, page = c.get("/", auth=False, headers=jar)
-        assert status == 200 and b"<script src=\"/static/app.js\"" in page
+        assert status == 200 and b'<script src="/static/app.js"' in page
         assert c.get("/static/app.js", auth=False, headers=jar)[0] == 200
         # No path reaches the file system.
-        for path in ("/static/../_data.py", "/static/_data.py", "/static/%2e%2e/_server.py",
-                     "/../../etc/passwd"):
+        for path in (
+            "/static/../_data.py",
+            "/static/_data.py",
+            "/static/%2e%2e/_server.py",
+            "/../../etc/passwd",
+        ):
             assert c.get(path)[0] == 404, path
         # Writes need the custom header, JSON and the server's own origin.
         body = _label(fx.wrong_ids[0])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -72,9 +71,7 @@ def register(app: typer.Typer) -> None:
         ] = 200,
         stratify: Annotated[
             str,
-            typer.Option(
-                "--stratify", metavar="FIELDS", help="Queue strata, as `misstep sample`."
-            ),
+            typer.Option("--stratify", metavar="FIELDS", help="Queue strata, as `misstep sample`."),
         ] = "checkpoint,error_type",
         taxonomy: TaxonomyOpt = None,
         input_format: InputFormatOpt = None,
@@ -99,7 +96,9 @@ def register(app: typer.Typer) -> None:
         fields = [f.strip() for f in stratify.split(",") if f.strip()]
         if any(f not in STRATA_FIELDS for f in fields):
             raise OptionError(
-                option="--stratify", value=stratify, allowed="names among " + ", ".join(STRATA_FIELDS)
+                option="--stratify",
+                value=stratify,
+                allowed="names among " + ", ".join(STRATA_FIELDS),
             )
         run = load_run(
             traces,

@@ -65,7 +65,10 @@ def human_consensus(labels: Iterable[HumanLabel]) -> HumanConsensus:
     for label in labels:
         # A person's later label of a trace supersedes their earlier one, an untyped one
         # ("no error", "can't tell") included.
-        mine, theirs = typed.setdefault(label.annotator, {}), weight_of.setdefault(label.annotator, {})
+        mine, theirs = (
+            typed.setdefault(label.annotator, {}),
+            weight_of.setdefault(label.annotator, {}),
+        )
         if label.error_type is None:
             mine.pop(label.trace_id, None)
             theirs.pop(label.trace_id, None)

@@ -231,16 +231,24 @@ class ReviewData:
         stage("per-problem vote statistics")
         self.stats = problem_stats(table).reset_index(drop=True)
         key = ["checkpoint", "dataset", "problem_id"]
-        group = table[key].astype(str).merge(
-            self.stats[key].astype(str).reset_index(), on=key, how="left"
-        )["index"]
-        self.group = group.to_numpy(dtype=np.int64)
-        self.majority_failure = (
-            self.stats["majority_failure"].to_numpy(dtype=bool)[self.group]
+        group = (
+            table[key]
+            .astype(str)
+            .merge(self.stats[key].astype(str).reset_index(), on=key, how="left")["index"]
         )
+        self.group = group.to_numpy(dtype=np.int64)
+        self.majority_failure = self.stats["majority_failure"].to_numpy(dtype=bool)[self.group]
         by_group = np.argsort(self.group, kind="stable")
         starts = np.searchsorted(self.group[by_group], np.arange(len(self.stats) + 1))
         self._group_rows, self._group_starts = by_group, starts
+        # (dataset, problem) -> its rows of the stats table, one per checkpoint.
+        self._problem_groups: dict[tuple[str, str], list[int]] = {}
+        for i, (d, p) in enumerate(
+            zip(
+                self.stats["dataset"].astype(str), self.stats["problem_id"].astype(str), strict=True
+            )
+        ):
+            self._problem_groups.setdefault((d, p), []).append(i)
         stage("reading the judge's labels")
         self._read_labels(judge_id, labels, labels_from_other_input)
         stage("reading people's labels")
@@ -389,14 +397,13 @@ class ReviewData:
 
     def _item(self, row: int, annotator: str | None) -> dict[str, Any]:
         sample = self.sample_idx[row]
-        answer = self.answer.iat[row]
         item: dict[str, Any] = {
             "trace_id": self.trace_ids[row],
             "checkpoint": self.checkpoint.name(row),
             "dataset": self.dataset.name(row),
             "problem_id": self.problem.name(row),
             "sample_idx": None if math.isnan(sample) else int(sample),
-            "answer": None if answer is None or answer is pd.NA else str(answer),
+            "answer": _text(self.answer.iat[row]),
             "outcome": self.outcome.name(row),
             "correct": bool(self.correct[row]),
             "majority_failure": bool(self.majority_failure[row]),
@@ -439,11 +446,16 @@ class ReviewData:
             return StoredLabel.model_validate(orjson.loads(fh.readline()))
 
     def _answer_text(self, rows: npt.NDArray[np.int64], cls: object) -> str | None:
+        """The answer as written by the first row of ``rows`` in class ``cls``."""
+        if _missing(cls):
+            return None
         for r in rows:
-            if self.answer_class.iat[int(r)] == cls:
-                value = self.answer.iat[int(r)]
-                return None if value is None or value is pd.NA else str(value)
+            if self._class(int(r)) == cls:
+                return _text(self.answer.iat[int(r)])
         return None
+
+    def _class(self, row: int) -> str | None:
+        return _text(self.answer_class.iat[row])
 
     def detail(self, trace_id: str, annotator: str | None = None) -> dict[str, Any]:
         """The trace with its steps, the judge's label (unless hidden), and its problem's
@@ -460,8 +472,8 @@ class ReviewData:
         counts: Counter[object] = Counter()
         correct_of: dict[object, bool] = {}
         for r in rows:
-            cls = self.answer_class.iat[int(r)]
-            if cls is None or cls is pd.NA:
+            cls = self._class(int(r))
+            if cls is None:
                 continue
             counts[cls] += 1
             correct_of[cls] = bool(self.correct[int(r)])
@@ -469,13 +481,9 @@ class ReviewData:
             {"answer": self._answer_text(rows, cls), "count": n, "correct": correct_of[cls]}
             for cls, n in counts.most_common()
         ]
-        same = self.stats[
-            (self.stats["dataset"].astype(str) == str(stat["dataset"]))
-            & (self.stats["problem_id"].astype(str) == str(stat["problem_id"]))
-        ]
-        others = []
-        for idx, other in same.iterrows():
-            o = int(str(idx))
+        others: list[dict[str, Any]] = []
+        for o in self._problem_groups[(str(stat["dataset"]), str(stat["problem_id"]))]:
+            other = self.stats.iloc[o]
             orows = self._group_rows[self._group_starts[o] : self._group_starts[o + 1]]
             others.append(
                 {
@@ -580,7 +588,7 @@ class ReviewData:
             error_type=choice if verdict == "error" else None,
             first_error_step=step,
             has_error={"error": True, NO_ERROR: False}.get(verdict),
-            verdict=verdict,  # type: ignore[arg-type]
+            verdict=verdict,
             note=note or None,
             blind=self.blind,
             judge=self.judge_id,
@@ -645,9 +653,7 @@ class ReviewData:
 
     def queue_items(self, annotator: str | None) -> list[dict[str, Any]]:
         """The queue's traces as list items, with their stratum and weight."""
-        return [
-            {**self._item(self.row_of[q["trace_id"]], annotator), **q} for q in self.queue()
-        ]
+        return [{**self._item(self.row_of[q["trace_id"]], annotator), **q} for q in self.queue()]
 
     def queue(self) -> list[dict[str, Any]]:
         """The stratified sample ``misstep sample`` draws with the same n, strata and seed."""
@@ -655,7 +661,9 @@ class ReviewData:
             if self._queue is not None:
                 return self._queue
         stored = {
-            t: StoredLabel(trace_id=t, judge=self.judge_id or "", status=r.status, error_type=r.error_type)  # type: ignore[arg-type]
+            t: StoredLabel(
+                trace_id=t, judge=self.judge_id or "", status=r.status, error_type=r.error_type
+            )
             for t, r in self.label_rows.items()
             if r.status == LabelStatus.OK and t in self.row_of
         }
@@ -670,13 +678,25 @@ class ReviewData:
             )
             for t in stored
         ]
-        rows = stratified_sample(
-            traces, stored, n=self.queue_n, stratify=self.queue_stratify, seed=self.seed
-        ) if stored else []
+        rows = (
+            stratified_sample(
+                traces, stored, n=self.queue_n, stratify=self.queue_stratify, seed=self.seed
+            )
+            if stored
+            else []
+        )
         queue = [{"trace_id": r.trace_id, "stratum": r.stratum, "weight": r.weight} for r in rows]
         with self._lock:
             self._queue = queue
         return queue
+
+
+def _missing(value: object) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))  # type: ignore[call-overload]
+
+
+def _text(value: object) -> str | None:
+    return None if _missing(value) else str(value)
 
 
 def _find(steps: list[str], step: int | None, evidence: str | None) -> dict[str, int] | None:

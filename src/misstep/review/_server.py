@@ -16,6 +16,7 @@ routes, and the security every request goes through.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import secrets
@@ -31,7 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from misstep.errors import MisstepError
 from misstep.review._data import BadRequest, ReviewData, TraceFilter
 
-__all__ = ["CSP", "COOKIE", "WRITE_HEADER", "ReviewServer", "make_server"]
+__all__ = ["COOKIE", "CSP", "WRITE_HEADER", "ReviewServer", "make_server"]
 
 COOKIE = "misstep_review"
 WRITE_HEADER = "X-Misstep-Review"
@@ -113,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "misstep-review"
     sys_version = ""
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: the terminal shows the URL and errors only
 
     # --- answers ----------------------------------------------------------------------------
@@ -200,10 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _fail(self) -> None:
         traceback.print_exc(file=sys.stderr)
-        try:
+        with contextlib.suppress(OSError):  # the client may be gone
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error (see the server's log)")
-        except OSError:
-            pass
 
     def _parse(self) -> tuple[str, dict[str, str]]:
         parts = urlsplit(self.path)
@@ -217,8 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
         path, query = self._parse()
         ok, in_query = self._token_ok(query)
         if not ok:
-            self._error(HTTPStatus.FORBIDDEN, "missing or wrong access token: open the URL "
-                        "`misstep review` printed")
+            self._error(
+                HTTPStatus.FORBIDDEN,
+                "missing or wrong access token: open the URL `misstep review` printed",
+            )
             return
         if in_query and not path.startswith("/api/"):
             # Keep the token out of the address bar, history and logs: cookie, then redirect.
@@ -238,6 +239,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, self.server.pages["index"], "text/html; charset=utf-8")
         elif path.startswith("/traces/") and len(path) > len("/traces/"):
             self._send(HTTPStatus.OK, self.server.pages["trace"], "text/html; charset=utf-8")
+        elif path == "/favicon.ico":
+            self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
         elif path in self.server.assets:
             body, kind = self.server.assets[path]
             self._send(HTTPStatus.OK, body, kind)
@@ -294,7 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
         origin = self.headers.get("Origin")
         if (
             self.headers.get(WRITE_HEADER) != "1"
-            or (origin is not None and origin.removeprefix("http://") not in self.server.allowed_hosts)
+            or (
+                origin is not None
+                and origin.removeprefix("http://") not in self.server.allowed_hosts
+            )
             or not self.headers.get("Content-Type", "").startswith("application/json")
         ):
             self._error(
