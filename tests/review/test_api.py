@@ -116,6 +116,21 @@ def test_list_filters_and_pages(fx: Fixture) -> None:
             assert status == 400 and body["error"], bad
 
 
+def test_distributions(fx: Fixture) -> None:
+    with serving(review_data(fx)) as server:
+        c = Client(server)
+        dists = c.get("/api/distributions")[2]["distributions"]
+        # Per checkpoint: 4 wrong traces, all judged arithmetic -> share 1 (interval [1, 1]).
+        assert [(d["n_wrong"], d["error_dist"]["arithmetic"]) for d in dists] == [(4, 1.0)] * 2
+        assert all(d["error_dist_corrected"] is None for d in dists)
+        assert c.post(_label(fx.wrong_ids[0]))[0] == 200
+        after = c.get("/api/distributions")[2]
+        # One person's label: now corrected shares exist (recomputed after the write).
+        assert after["n_human"] == 1
+        assert all(d["error_dist_corrected"] is not None for d in after["distributions"])
+        assert c.get("/api/summary")[2]["n_human"] == 1
+
+
 def test_trace_detail(fx: Fixture) -> None:
     with serving(review_data(fx)) as server:
         c = Client(server)
@@ -264,7 +279,7 @@ def test_blind_hides_the_judge_until_answered(fx: Fixture) -> None:
         items = c.get("/api/traces")[2]["items"]
         assert all("judge" not in i for i in items)
         assert c.get("/api/traces?error_type=arithmetic")[0] == 400
-        assert c.get("/api/summary")[2]["distributions"] == []
+        assert c.get("/api/distributions")[2]["distributions"] == []
         status, _, stored = c.post(_label(fx.wrong_ids[0], annotator="bob"))
         assert status == 200 and stored["stored"]["blind"] is True
         body = c.get(f"/api/traces/{t}?annotator=bob")[2]

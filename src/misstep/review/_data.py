@@ -616,7 +616,29 @@ class ReviewData:
     # --- the summary and the queue ----------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
-        """Filter choices and the per-checkpoint error distributions with their intervals."""
+        """What every page needs: counts, filter choices, the taxonomy (cheap)."""
+        return {
+            "n_traces": self.n,
+            "n_labels": len(self.label_rows),
+            "n_human": len(self.human.current),
+            "blind": self.blind,
+            "judge": self.judge_id,
+            "checkpoints": self.checkpoints,
+            "datasets": sorted(self.dataset.names),
+            "outcomes": sorted(self.outcome.names),
+            "statuses": self.status.names,
+            "taxonomy": [
+                {"key": c.key, "name": c.name or c.key, "definition": c.definition}
+                for c in self.taxonomy.categories
+            ],
+        }
+
+    def distributions(self) -> dict[str, Any]:
+        """The per-checkpoint error distributions with their intervals (raw, and corrected
+        with people's labels), computed when asked for after a change (a bootstrap: seconds
+        on 10^6 traces), never on a trace page."""
+        if self.blind:
+            return {"distributions": [], "n_human": 0}
         with self._lock:
             if self._summary is not None:
                 return self._summary
@@ -632,19 +654,7 @@ class ReviewData:
         rank = {c: i for i, c in enumerate(self.checkpoints)}
         dists.sort(key=lambda d: rank.get(d.checkpoint, 0))
         out = {
-            "n_traces": self.n,
-            "n_labels": len(self.label_rows),
-            "blind": self.blind,
-            "judge": self.judge_id,
-            "checkpoints": self.checkpoints,
-            "datasets": sorted(self.dataset.names),
-            "outcomes": sorted(self.outcome.names),
-            "statuses": self.status.names,
-            "taxonomy": [
-                {"key": c.key, "name": c.name or c.key, "definition": c.definition}
-                for c in self.taxonomy.categories
-            ],
-            "distributions": [] if self.blind else [d.model_dump(mode="json") for d in dists],
+            "distributions": [d.model_dump(mode="json") for d in dists],
             "n_human": len(human),
         }
         with self._lock:

@@ -248,6 +248,8 @@ class _Handler(BaseHTTPRequestHandler):
             summary = dict(data.summary())
             summary["annotator"] = self.server.annotator
             self._json(HTTPStatus.OK, summary)
+        elif path == "/api/distributions":
+            self._json(HTTPStatus.OK, data.distributions())
         elif path == "/api/queue":
             annotator = self._annotator(query)
             items = data.queue_items(annotator)

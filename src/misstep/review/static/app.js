@@ -85,9 +85,9 @@
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     document.getElementById("counts").textContent =
       summary.n_traces.toLocaleString() + " traces, " + summary.n_labels.toLocaleString() +
-      " judge labels, " + summary.n_human.toLocaleString() + " people's labels" +
+      " judge labels, " + summary.n_human.toLocaleString() + " traces labelled by people" +
       (summary.blind ? " (blind: the judge's labels are hidden)" : "");
-    renderDistributions(summary);
+    const distributions = getJSON("/api/distributions").then((d) => renderDistributions(summary, d));
     const form = document.getElementById("filters");
     if (summary.blind) for (const n of form.querySelectorAll(".judge-only")) n.hidden = true;
     fillSelect(form.elements.checkpoint, summary.checkpoints);
@@ -149,6 +149,7 @@
       renderList(state, queueMode, filters, summary.blind);
     }
     await load();
+    await distributions;
   }
 
   function rowHref(state, i, queueMode, filters) {
@@ -162,9 +163,10 @@
     for (const v of values) select.append(el("option", { value: v }, v));
   }
 
-  function renderDistributions(summary) {
+  function renderDistributions(summary, dists) {
     const table = document.getElementById("dist");
     table.replaceChildren();
+    summary = { ...summary, distributions: dists.distributions };
     if (summary.blind || !summary.distributions.length) {
       document.getElementById("dist-section").hidden = true;
       return;
