@@ -27,6 +27,7 @@ HOSTILE = [
 H = " ".join(HOSTILE)
 CHECKPOINTS = [f"ck<b>{i}</b>\"'" for i in (1, 2)]
 DATASET = "<i>ds</i>&amp;"
+JUDGE = f"rules:{HOSTILE[4]}"  # the judge id is shown too
 
 
 @dataclass
@@ -87,7 +88,7 @@ def make_run(tmp: Path) -> Fixture:
         labels.append(
             StoredLabel(
                 trace_id=str(r["trace_id"]),
-                judge="rules:test",
+                judge=JUDGE,
                 status=LabelStatus.OK,
                 error_type="arithmetic",
                 first_error_step=1,
@@ -103,7 +104,7 @@ def make_run(tmp: Path) -> Fixture:
         run_dir,
         RunManifest(
             input_sha256=input_digest(traces),
-            judge="rules:test",
+            judge=JUDGE,
             taxonomy_id=tax.id,
             taxonomy_version=str(tax.version),
             taxonomy_hash=tax.hash,

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-from tests.review.review_fixture import HOSTILE, Fixture, make_run, review_data, serving
+from tests.review.review_fixture import HOSTILE, JUDGE, Fixture, make_run, review_data, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -137,7 +137,7 @@ def test_pages_keyboard_labelling_and_hostile_text(browser: Any, fx: Fixture) ->
         mark = blamed.find_element(By.TAG_NAME, "mark").text
         assert mark.startswith("2 + 3 = 6 ")
         judge = browser.find_element(By.ID, "judge").text
-        assert "arithmetic" in judge and HOSTILE[4] in judge
+        assert "arithmetic" in judge and HOSTILE[4] in judge and JUDGE in judge
         assert browser.find_element(By.ID, "note").get_attribute("value") == HOSTILE[1] + HOSTILE[0]
         _inert(browser)
         browser.save_screenshot(str(SHOTS / "review_trace.png"))
@@ -180,5 +180,14 @@ def test_blind_page_hides_then_shows_the_judge(browser: Any, fx: Fixture) -> Non
         assert browser.find_elements(By.CSS_SELECTOR, "li.step.blamed")
         _inert(browser)
         browser.save_screenshot(str(SHOTS / "review_blind.png"))
+        # The queue: the 4 traces of the stratified sample, as a list to walk.
+        browser.get(f"{server.origin}/queue")
+        _ready(browser)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 4
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue007")  # Enter: the first
+        WebDriverWait(browser, 30).until(lambda d: "queue=1" in d.current_url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "position").text == "queue #1"
+        _inert(browser)
     record = orjson.loads((fx.run_dir / "human" / "bob.jsonl").read_bytes().splitlines()[-1])
     assert record["verdict"] == "no_error" and record["has_error"] is False and record["blind"]
