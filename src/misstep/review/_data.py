@@ -428,7 +428,7 @@ class ReviewData:
         return row
 
     def trace(self, row: int) -> Trace:
-        trace = self.texts.trace(row)
+        trace = self.texts.trace(row, self.trace_ids[row])
         if trace is None or trace.trace_id != self.trace_ids[row]:
             raise LabelStoreError(
                 path=self.texts.path,
