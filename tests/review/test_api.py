@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,17 @@ def test_distributions(fx: Fixture) -> None:
         assert after["n_human"] == 1
         assert all(d["error_dist_corrected"] is not None for d in after["distributions"])
         assert c.get("/api/summary")[2]["n_human"] == 1
+
+
+def test_no_descriptor_leaks_across_requests(fx: Fixture) -> None:
+    # Each request runs in a new thread: opening a trace must not keep a file per thread.
+    with serving(review_data(fx)) as server:
+        c = Client(server)
+        before = len(os.listdir("/proc/self/fd"))
+        for i in range(60):
+            path = "/api/traces/" + quote(fx.trace_ids[i % 16], safe="")
+            assert c.get(path)[0] == 200
+        assert len(os.listdir("/proc/self/fd")) - before < 5
 
 
 def test_trace_detail(fx: Fixture) -> None:

@@ -14,7 +14,6 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -40,25 +39,34 @@ class TraceTexts:
         self.offsets = offsets
         self.copied = copied
         """True when ``path`` is misstep's JSONL copy of an input in another format."""
-        self._local = threading.local()
-        self._handles: list[BinaryIO] = []
+        self._fd: int | None = None
         self._guard = threading.Lock()
 
-    def _handle(self) -> BinaryIO:
-        fh: BinaryIO | None = getattr(self._local, "fh", None)
-        if fh is None or fh.closed:
-            fh = open(self.path, "rb")  # noqa: SIM115 - one per thread, closed in close()
-            self._local.fh = fh
-            with self._guard:
-                self._handles.append(fh)
-        return fh
+    def _read_line(self, offset: int) -> bytes:
+        """The line at ``offset``: ``os.pread`` on one shared descriptor (no seek, so the
+        server's threads never disturb each other, and no descriptor per thread)."""
+        with self._guard:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            fd = self._fd
+        line = bytearray()
+        while True:
+            chunk = os.pread(fd, 1 << 16, offset)
+            if not chunk:
+                return bytes(line)
+            end = chunk.find(b"\n")
+            if end >= 0:
+                line += chunk[: end + 1]
+                return bytes(line)
+            line += chunk
+            offset += len(chunk)
 
     def close(self) -> None:
-        """Close the files the threads opened."""
+        """Close the file."""
         with self._guard:
-            for fh in self._handles:
-                fh.close()
-            self._handles.clear()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def trace(self, row: int, trace_id: str | None = None) -> Trace | None:
         """The trace of table row ``row``, or None when the index does not hold it. With
@@ -67,9 +75,7 @@ class TraceTexts:
         offset = int(self.offsets[row])
         if offset < 0:
             return None
-        fh = self._handle()
-        fh.seek(offset)
-        raw = fh.readline()
+        raw = self._read_line(offset)
         if raw.startswith(_BOM):
             raw = raw[len(_BOM) :]
         record = orjson.loads(raw)
