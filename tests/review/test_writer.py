@@ -68,3 +68,12 @@ def test_threads_append_whole_lines(tmp_path: Path) -> None:
     ids = sorted(orjson.loads(x)["trace_id"] for x in lines)
     # 8 threads x 50 labels, each exactly once: 400 lines.
     assert ids == sorted(f"t{1000 * k + i}" for k in range(8) for i in range(50))
+
+
+def test_repair_at_start(tmp_path: Path) -> None:
+    writer = HumanLabelWriter(tmp_path)
+    path = writer.append(_label(1))
+    with open(path, "ab") as fh:
+        fh.write(b'{"trace_id": "t2", "ann')
+    HumanLabelWriter(tmp_path).repair()  # what the server does when it starts
+    assert [h.trace_id for h in read_human_labels(path)] == ["t1"]

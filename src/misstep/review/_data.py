@@ -252,6 +252,7 @@ class ReviewData:
         stage("reading the judge's labels")
         self._read_labels(judge_id, labels, labels_from_other_input)
         stage("reading people's labels")
+        self.writer.repair()
         self.human = _HumanState()
         for record in _read_human_files(self.run_dir / HUMAN_DIR):
             self.human.add(record)

@@ -116,6 +116,24 @@ class HumanLabelWriter:
         with self._guard:
             return self._locks.setdefault(annotator, threading.Lock())
 
+    def repair(self) -> None:
+        """Make every file of the folder end with a whole line (a kill during a write, or a
+        full disk, can leave a fragment that was never acknowledged)."""
+        if not self.directory.is_dir():
+            return
+        for path in sorted(self.directory.glob("*.jsonl")):
+            with self._lock(path.stem):
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                except OSError:
+                    continue  # read-only: browsing still works, writing will say why not
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    _repair_tail(path, fd)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
     def append(self, label: ReviewLabel) -> Path:
         """Write ``label`` durably (flushed and fsynced) and return the file."""
         path = self.path(label.annotator)
