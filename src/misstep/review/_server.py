@@ -20,6 +20,7 @@ import contextlib
 import hmac
 import json
 import secrets
+import socket
 import sys
 import traceback
 from http import HTTPStatus
@@ -68,6 +69,8 @@ class ReviewServer(ThreadingHTTPServer):
         token: str,
         annotator: str | None,
     ) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6  # an IPv6 --host such as ::1
         super().__init__(address, _Handler)
         self.data = data
         self.token = token
