@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
@@ -100,3 +102,13 @@ def test_bench_servers_smoke() -> None:
     result = _bench("bench_servers.py", "--n", "60", "--servers", "2")
     assert result["labels"] == 60 and result["servers"] == 2
     assert result["one_server_labels_per_s"] > 0 and result["ratio"] > 0
+
+
+@pytest.mark.slow
+def test_bench_review_smoke(shared_data: Path) -> None:
+    result = _bench(
+        "bench_review.py", "--traces", "14000", "--labels", "2000", "--requests", "5", timeout=600
+    )
+    assert (result["traces"], result["labels"]) == (14000, 2000)
+    for key in ("open_trace", "list_filtered_page_of_50"):
+        assert result[key]["n"] == 5 and 0 < result[key]["p50_ms"] <= result[key]["max_ms"]

@@ -1,5 +1,5 @@
 """Lower layers never import higher ones: rollouts -> taxonomy -> labels -> prompts -> judge
--> metrics -> agreement -> link -> report -> pipelines -> cli. Checked on the source text
+-> metrics -> agreement -> link -> report -> review -> pipelines -> cli. Checked on the source text
 (ast), so lazy imports inside functions count too."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ ORDER = [
     "agreement",
     "link",
     "report",
+    "review",
     "pipelines",
     "cli",
 ]

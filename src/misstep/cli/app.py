@@ -17,6 +17,7 @@ from misstep.cli import (
     demo,
     label,
     link,
+    review,
     select,
     summary,
     voting,
@@ -55,7 +56,19 @@ def _root(
     """Find out why a reasoning model's answers are wrong, checkpoint by checkpoint."""
 
 
-for _module in (summary, voting, compare, label, batch, select, agree, link, demo, cache):
+for _module in (
+    summary,
+    voting,
+    compare,
+    label,
+    batch,
+    select,
+    agree,
+    link,
+    review,
+    demo,
+    cache,
+):
     _module.register(app)
 
 

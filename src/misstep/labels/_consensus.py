@@ -1,6 +1,7 @@
 """The human consensus: one rule, used by every command and the report.
 
-Per trace, over the people who gave it an error type (a label with ``error_type`` null says
+Per trace, over the people whose current label of it (a person's last label of a trace
+supersedes their earlier ones) gives an error type (a label with ``error_type`` null says
 "no error" or "untyped" and does not vote on the type): the consensus type is the type most
 of them chose. When the most frequent types tie, the trace has **no consensus**: it is listed
 as tied and left out of everything built on the consensus (confusion matrices, corrections,
@@ -60,12 +61,24 @@ class HumanConsensus:
 def human_consensus(labels: Iterable[HumanLabel]) -> HumanConsensus:
     """The consensus of ``labels`` by the rule in the module docstring."""
     typed: dict[str, dict[str, str]] = {}
-    weights: dict[str, list[float]] = {}
+    weight_of: dict[str, dict[str, float]] = {}
     for label in labels:
+        # A person's later label of a trace supersedes their earlier one, an untyped one
+        # ("no error", "can't tell") included.
+        mine, theirs = (
+            typed.setdefault(label.annotator, {}),
+            weight_of.setdefault(label.annotator, {}),
+        )
         if label.error_type is None:
+            mine.pop(label.trace_id, None)
+            theirs.pop(label.trace_id, None)
             continue
-        typed.setdefault(label.annotator, {})[label.trace_id] = label.error_type
-        weights.setdefault(label.trace_id, []).append(label.weight)
+        mine[label.trace_id] = label.error_type
+        theirs[label.trace_id] = label.weight
+    weights: dict[str, list[float]] = {}
+    for by_trace in weight_of.values():
+        for trace_id, weight in by_trace.items():
+            weights.setdefault(trace_id, []).append(weight)
     agreed, tied = majority_labels(typed)
     return HumanConsensus(
         types=agreed,

@@ -113,7 +113,11 @@ def _labelled_row(
     """One row as a label, None for a row nobody labelled yet."""
     if _blank(row.get("trace_id")):
         _required(path, line, row, "trace_id")
-    if all(_blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error")):
+    # "Can't tell" (from `misstep review`) holds no type, step or flag, yet it is a label: it
+    # supersedes the person's earlier label of the trace and rates nothing.
+    if row.get("verdict") != "cant_tell" and all(
+        _blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error")
+    ):
         return None
     fixed = {k: (None if _blank(v) else v) for k, v in row.items()}
     if fixed.get("error_type") == NO_ERROR_CHOICE:

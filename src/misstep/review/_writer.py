@@ -1,0 +1,177 @@
+"""People's labels from the review app: one append-only ``RUN_DIR/human/<annotator>.jsonl``
+per person, in the shape ``read_human_labels`` reads.
+
+Each label is one ``os.write`` of a whole line on a file opened with ``O_APPEND``, under a
+lock (a thread lock per file and an ``flock``, so two processes serving the same run do not
+interleave either), then ``fsync`` before the server answers: once answered, a label survives
+kill -9 and a power cut. Should a line still be cut (a full disk), the next write removes the
+fragment first, as ``LabelStore`` does, so no corrupt line ever sits in the middle.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, Field
+
+from misstep.errors import LabelStoreError, OptionError
+from misstep.labels import HUMAN_DIR
+
+__all__ = [
+    "ANNOTATOR_PATTERN",
+    "CANT_TELL",
+    "REVIEW_LABEL_VERSION",
+    "HumanLabelWriter",
+    "ReviewLabel",
+    "check_annotator",
+]
+
+REVIEW_LABEL_VERSION = 1
+CANT_TELL = "cant_tell"
+"""The choice "I can't tell": stored as error_type, first_error_step and has_error all null,
+with ``verdict`` ``cant_tell``; it supersedes the person's earlier label of the trace and
+takes part in no agreement figure."""
+ANNOTATOR_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
+"""An annotator name becomes a file name: letters, digits and ``._@+-``, no path separator,
+not starting with a dot."""
+
+Verdict = Literal["error", "no_error", "cant_tell"]
+
+
+def check_annotator(name: str, option: str = "annotator") -> str:
+    """``name`` when it is a valid annotator name, else OptionError."""
+    if not isinstance(name, str) or not ANNOTATOR_PATTERN.fullmatch(name):
+        raise OptionError(
+            option=option,
+            value=name,
+            allowed="1-64 letters, digits or ._@+- (no path separator), starting with a "
+            "letter or digit",
+        )
+    return name
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class ReviewLabel(BaseModel):
+    """One line of ``RUN_DIR/human/<annotator>.jsonl``: a ``HumanLabel`` plus what the review
+    app knows of how it was made (readers of ``HumanLabel`` ignore the extra fields)."""
+
+    version: int = REVIEW_LABEL_VERSION
+    """Record format version."""
+    trace_id: str
+    """The labelled trace."""
+    annotator: str
+    """Who labelled it (also the file name)."""
+    error_type: str | None = None
+    """A taxonomy key; None for "no error" and "can't tell"."""
+    first_error_step: int | None = None
+    """0-based index into ``split_steps`` of the trace; None when not given."""
+    has_error: bool | None = None
+    """True for an error type, False for "no error", None for "can't tell"."""
+    verdict: Verdict
+    """``error``, ``no_error`` or ``cant_tell``."""
+    note: str | None = None
+    """The person's note."""
+    blind: bool = False
+    """The judge's label was hidden until this label was given (``--blind``)."""
+    judge: str | None = None
+    """Id of the judge configuration whose label the trace had (shown or not)."""
+    weight: float = 1.0
+    """Inverse inclusion probability of the trace in the queue's stratified sample; 1 when the
+    trace was labelled outside the queue."""
+    mapping_method: str = "misstep review"
+    """Where the label comes from."""
+    created_at: str = Field(default_factory=_now)
+    """UTC timestamp, ISO 8601."""
+
+
+class HumanLabelWriter:
+    """Appends labels to ``RUN_DIR/human/<annotator>.jsonl``; safe across threads."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.directory = Path(run_dir) / HUMAN_DIR
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def path(self, annotator: str) -> Path:
+        """The file of ``annotator`` (validated: the name never reaches the file system
+        otherwise)."""
+        return self.directory / f"{check_annotator(annotator)}.jsonl"
+
+    def _lock(self, annotator: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(annotator, threading.Lock())
+
+    def repair(self) -> None:
+        """Make every file of the folder end with a whole line (a kill during a write, or a
+        full disk, can leave a fragment that was never acknowledged)."""
+        if not self.directory.is_dir():
+            return
+        for path in sorted(self.directory.glob("*.jsonl")):
+            with self._lock(path.stem):
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+                except OSError:
+                    continue  # read-only: browsing still works, writing will say why not
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    _repair_tail(path, fd)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+    def append(self, label: ReviewLabel) -> Path:
+        """Write ``label`` durably (flushed and fsynced) and return the file."""
+        path = self.path(label.annotator)
+        line = orjson.dumps(label.model_dump(mode="json")) + b"\n"
+        with self._lock(label.annotator):
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise LabelStoreError(path=path, reason=f"cannot open for append: {exc}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                _repair_tail(path, fd)
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise LabelStoreError(path=path, reason="short write (disk full?)")
+                os.fsync(fd)
+            except OSError as exc:
+                raise LabelStoreError(path=path, reason=f"cannot write: {exc}") from None
+            finally:
+                os.close(fd)  # releases the flock
+        return path
+
+
+def _repair_tail(path: Path, fd: int) -> None:
+    """Make the file end with a whole line: a complete record that lost its newline gets one,
+    a fragment is cut off (it was never acknowledged)."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return
+    with open(path, "rb") as fh:
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(max(0, size - (1 << 20)))
+        tail = fh.read()
+    cut = tail.rfind(b"\n")
+    fragment = tail[cut + 1 :]
+    try:
+        whole = isinstance(orjson.loads(fragment), dict)
+    except orjson.JSONDecodeError:
+        whole = False
+    if whole:
+        os.write(fd, b"\n")
+    else:
+        os.ftruncate(fd, size - len(fragment))

@@ -1,0 +1,407 @@
+// misstep review: every value from the server is put into the page as text (textContent,
+// never innerHTML), so trace text, names and ids are data and never run.
+"use strict";
+
+(function () {
+  const page = document.body.dataset.page;
+  const errorBox = document.getElementById("error");
+  const FILTERS = ["checkpoint", "dataset", "outcome", "error_type", "status",
+    "min_confidence", "max_confidence", "majority_failure", "problem_id"];
+  const PAGE_SIZE = 50;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = String(v);
+      else node.setAttribute(k, String(v));
+    }
+    for (const c of children) {
+      if (c === null || c === undefined) continue;
+      node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  function showError(message) {
+    errorBox.textContent = message || "";
+  }
+
+  function annotatorInput() {
+    const input = document.getElementById("annotator");
+    input.value = localStorage.getItem("misstep.annotator") || input.value || "";
+    input.addEventListener("change", () => {
+      localStorage.setItem("misstep.annotator", input.value.trim());
+      window.location.reload();
+    });
+    return input;
+  }
+
+  function annotator() {
+    return (document.getElementById("annotator").value || "").trim();
+  }
+
+  async function getJSON(url) {
+    const response = await fetch(url, { credentials: "same-origin" });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || response.statusText);
+    return body;
+  }
+
+  function pct(x) {
+    return x === null || x === undefined ? "-" : (100 * x).toFixed(0) + "%";
+  }
+
+  function interval(ci) {
+    return ci ? "[" + (100 * ci[0]).toFixed(0) + ", " + (100 * ci[1]).toFixed(0) + "]" : "";
+  }
+
+  function query(params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) {
+      if (v !== null && v !== undefined && v !== "") q.set(k, v);
+    }
+    return q.toString();
+  }
+
+  function currentFilters() {
+    const here = new URLSearchParams(window.location.search);
+    const out = {};
+    for (const name of FILTERS) if (here.get(name)) out[name] = here.get(name);
+    return out;
+  }
+
+  function traceHref(id, context) {
+    return "/traces/" + encodeURIComponent(id) + "?" + query(context);
+  }
+
+  // --- the list page ------------------------------------------------------------------------
+
+  async function indexPage() {
+    annotatorInput();
+    const queueMode = window.location.pathname === "/queue";
+    const summary = await getJSON("/api/summary");
+    if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
+    document.getElementById("counts").textContent =
+      summary.n_traces.toLocaleString() + " traces, " + summary.n_labels.toLocaleString() +
+      " judge labels, " + summary.n_human.toLocaleString() + " traces labelled by people" +
+      (summary.blind ? " (blind: the judge's labels are hidden)" : "");
+    const distributions = getJSON("/api/distributions").then((d) => renderDistributions(summary, d));
+    const form = document.getElementById("filters");
+    if (summary.blind) for (const n of form.querySelectorAll(".judge-only")) n.hidden = true;
+    fillSelect(form.elements.checkpoint, summary.checkpoints);
+    fillSelect(form.elements.dataset, summary.datasets);
+    fillSelect(form.elements.outcome, summary.outcomes);
+    fillSelect(form.elements.error_type, [...summary.taxonomy.map((c) => c.key), "none"]);
+    fillSelect(form.elements.status, summary.statuses);
+    const filters = currentFilters();
+    for (const [k, v] of Object.entries(filters)) form.elements[k].value = v;
+    const state = { offset: Number(new URLSearchParams(window.location.search).get("offset") || 0), selected: 0, items: [], total: 0 };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const params = {};
+      for (const name of FILTERS) params[name] = form.elements[name].value.trim();
+      window.location.search = query(params);
+    });
+    if (queueMode) {
+      form.hidden = true;
+      document.getElementById("list-title").textContent =
+        "Queue: the stratified sample `misstep sample` draws";
+    }
+    async function load() {
+      showError("");
+      let body;
+      if (queueMode) {
+        body = await getJSON("/api/queue?" + query({ annotator: annotator() }));
+        body.items = body.items.slice(state.offset, state.offset + PAGE_SIZE);
+      } else {
+        body = await getJSON("/api/traces?" + query({ ...filters, offset: state.offset, limit: PAGE_SIZE, annotator: annotator() }));
+      }
+      state.items = body.items;
+      state.total = body.total;
+      state.selected = Math.min(state.selected, Math.max(0, body.items.length - 1));
+      renderList(state, queueMode, filters, summary.blind);
+    }
+    document.getElementById("prev").addEventListener("click", () => move(-PAGE_SIZE));
+    document.getElementById("next").addEventListener("click", () => move(PAGE_SIZE));
+    function move(delta) {
+      const next = state.offset + delta;
+      if (next < 0 || next >= state.total) return;
+      state.offset = next;
+      state.selected = delta > 0 ? 0 : PAGE_SIZE - 1;
+      load().catch((e) => showError(e.message));
+    }
+    document.addEventListener("keydown", (event) => {
+      if (event.target.closest("input, select, textarea")) return;
+      if (event.key === "j") select(state.selected + 1);
+      else if (event.key === "k") select(state.selected - 1);
+      else if (event.key === "n") move(PAGE_SIZE);
+      else if (event.key === "p") move(-PAGE_SIZE);
+      else if (event.key === "Enter" && state.items.length) {
+        window.location.href = rowHref(state, state.selected, queueMode, filters);
+      }
+    });
+    function select(i) {
+      if (i < 0) { if (state.offset > 0) move(-PAGE_SIZE); return; }
+      if (i >= state.items.length) { move(PAGE_SIZE); return; }
+      state.selected = i;
+      renderList(state, queueMode, filters, summary.blind);
+    }
+    await load();
+    await distributions;
+  }
+
+  function rowHref(state, i, queueMode, filters) {
+    const pos = state.offset + i;
+    const context = queueMode ? { queue: 1, pos: pos } : { ...filters, pos: pos };
+    return traceHref(state.items[i].trace_id, context);
+  }
+
+  function fillSelect(select, values) {
+    select.append(el("option", { value: "" }, "any"));
+    for (const v of values) select.append(el("option", { value: v }, v));
+  }
+
+  function renderDistributions(summary, dists) {
+    const table = document.getElementById("dist");
+    table.replaceChildren();
+    summary = { ...summary, distributions: dists.distributions };
+    if (summary.blind || !summary.distributions.length) {
+      document.getElementById("dist-section").hidden = true;
+      return;
+    }
+    const keys = summary.taxonomy.map((c) => c.key);
+    for (const d of summary.distributions) {
+      for (const k of Object.keys(d.error_dist || {})) if (!keys.includes(k)) keys.push(k);
+    }
+    const corrected = summary.distributions.some((d) => d.error_dist_corrected);
+    document.getElementById("dist-note").textContent =
+      (corrected ? "Shares corrected for the judge's confusion with people's labels" : "Shares as the judge gives them") +
+      ", with bootstrap 95% intervals in brackets (percent of wrong traces with an ok label).";
+    table.append(el("tr", {}, el("th", {}, "checkpoint"), el("th", {}, "wrong"), el("th", {}, "labelled"),
+      ...keys.map((k) => el("th", {}, k))));
+    for (const d of summary.distributions) {
+      const shares = d.error_dist_corrected || d.error_dist || {};
+      const cis = d.error_dist_corrected ? d.error_dist_ci || {} : d.error_dist_raw_ci || {};
+      const row = el("tr", {}, el("td", {}, d.checkpoint), el("td", { class: "num" }, d.n_wrong), el("td", { class: "num" }, pct(d.labelled_share)));
+      for (const k of keys) {
+        const link = el("a", { href: "/?" + query({ checkpoint: d.checkpoint, error_type: k, outcome: "wrong" }) }, pct(shares[k]));
+        row.append(el("td", { class: "num" }, link, " ", el("span", { class: "ci" }, interval(cis[k]))));
+      }
+      table.append(row);
+    }
+  }
+
+  function renderList(state, queueMode, filters, blind) {
+    const table = document.getElementById("list");
+    table.replaceChildren();
+    const head = ["#", "trace", "checkpoint", "dataset", "problem", "answer", "outcome", "maj. fail"];
+    if (!blind) head.push("judge type", "conf.");
+    head.push("your label");
+    if (queueMode) head.push("stratum");
+    table.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
+    state.items.forEach((item, i) => {
+      const cells = [];
+      cells.push(el("td", { class: "num" }, state.offset + i + 1));
+      cells.push(el("td", {}, el("a", { href: rowHref(state, i, queueMode, filters) }, item.trace_id)));
+      {
+        cells.push(el("td", {}, item.checkpoint), el("td", {}, item.dataset), el("td", {}, item.problem_id),
+          el("td", {}, item.answer === null ? "-" : item.answer), el("td", {}, item.outcome),
+          el("td", {}, item.majority_failure ? "yes" : ""));
+        if (!blind) {
+          const j = item.judge || {};
+          cells.push(el("td", {}, j.error_type || (j.status === "ok" ? "-" : j.status)),
+            el("td", { class: "num" }, j.confidence === null || j.confidence === undefined ? "" : j.confidence.toFixed(2)));
+        }
+      }
+      const h = item.human;
+      cells.push(el("td", {}, h ? (h.error_type || h.verdict) : ""));
+      if (queueMode) cells.push(el("td", {}, item.stratum));
+      const row = el("tr", { class: i === state.selected ? "selected" : null }, ...cells);
+      row.addEventListener("click", (event) => {
+        if (event.target.tagName !== "A") { state.selected = i; renderList(state, queueMode, filters, blind); }
+      });
+      table.append(row);
+    });
+    const end = Math.min(state.offset + state.items.length, state.total);
+    document.getElementById("range").textContent =
+      (state.total ? state.offset + 1 : 0) + "-" + end + " of " + state.total.toLocaleString();
+    const selected = table.querySelector("tr.selected");
+    if (selected) selected.scrollIntoView({ block: "nearest" });
+  }
+
+  // --- the trace page -----------------------------------------------------------------------
+
+  async function tracePage() {
+    annotatorInput();
+    const id = decodeURIComponent(window.location.pathname.slice("/traces/".length));
+    const params = new URLSearchParams(window.location.search);
+    const queueMode = params.get("queue") === "1";
+    const pos = params.has("pos") ? Number(params.get("pos")) : null;
+    const filters = currentFilters();
+    const summary = await getJSON("/api/summary");
+    if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
+    document.getElementById("back").setAttribute("href", queueMode ? "/queue" : "/?" + query(filters));
+    const keys = summary.taxonomy;
+    let detail = await getJSON("/api/traces/" + encodeURIComponent(id) + "?" + query({ annotator: annotator() }));
+    render();
+    buildForm();
+
+    function render() {
+      document.title = detail.item.trace_id + " - misstep review";
+      document.getElementById("trace-id").textContent = detail.item.trace_id;
+      const facts = document.getElementById("facts");
+      facts.replaceChildren();
+      const pairs = [["checkpoint", detail.item.checkpoint], ["dataset", detail.item.dataset],
+        ["problem", detail.item.problem_id], ["sample", detail.item.sample_idx],
+        ["outcome", detail.item.outcome], ["gold answer", detail.gold_answer],
+        ["trace's answer", detail.item.answer], ["finish reason", detail.finish_reason]];
+      for (const [k, v] of pairs) facts.append(el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "-" : v));
+      document.getElementById("problem").textContent = detail.problem || "(no problem statement in the input)";
+      renderSteps();
+      renderJudge();
+      renderAnswers();
+      const mine = document.getElementById("mine");
+      mine.textContent = detail.human ? "Your current label: " + (detail.human.error_type || detail.human.verdict) +
+        (detail.human.first_error_step !== null && detail.human.first_error_step !== undefined ? ", step " + detail.human.first_error_step : "") +
+        (detail.human.blind ? " (given blind)" : "") : "";
+    }
+
+    function renderSteps() {
+      const list = document.getElementById("steps");
+      list.replaceChildren();
+      const judge = detail.judge_label;
+      const blamed = judge ? judge.first_error_step : null;
+      const span = judge ? judge.evidence_span : null;
+      detail.steps.forEach((text, i) => {
+        const body = el("div", { class: "text" });
+        if (span && span.step === i) {
+          body.append(text.slice(0, span.start), el("mark", { title: "the judge's evidence quote" }, text.slice(span.start, span.end)), text.slice(span.end));
+        } else {
+          body.append(text);
+        }
+        const item = el("li", { class: i === blamed ? "step blamed" : "step", "data-step": i },
+          el("span", { class: "stepno" }, "[" + i + "]"), body);
+        item.addEventListener("click", () => { document.getElementById("step").value = i; });
+        list.append(item);
+      });
+    }
+
+    function renderJudge() {
+      const box = document.getElementById("judge");
+      box.replaceChildren();
+      const j = detail.judge_label;
+      if (detail.judge_hidden) {
+        box.append(el("p", { class: "hint" }, "Hidden until you have labelled this trace (--blind)."));
+        return;
+      }
+      if (!j) { box.append(el("p", { class: "hint" }, "No judge label for this trace.")); return; }
+      const dl = el("dl");
+      const rows = [["type", j.error_type || "-"], ["status", j.status], ["first wrong step", j.first_error_step === null ? "-" : j.first_error_step],
+        ["confidence", j.confidence === null ? "-" : j.confidence], ["explanation", j.explanation || "-"],
+        ["evidence", j.evidence || "-"], ["evidence found in the trace", j.evidence_verified ? "yes" : "no"], ["judge id", j.judge]];
+      for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, v));
+      box.append(dl);
+    }
+
+    function renderAnswers() {
+      const maj = document.getElementById("majority");
+      maj.textContent = "Majority answer: " + (detail.majority_answer === null ? "-" : detail.majority_answer) +
+        (detail.majority_correct ? " (correct)" : " (wrong)") + (detail.majority_tied ? ", tied" : "");
+      const answers = document.getElementById("answers");
+      answers.replaceChildren(el("tr", {}, el("th", {}, "answer"), el("th", {}, "samples"), el("th", {}, "correct")));
+      for (const a of detail.answer_distribution) {
+        answers.append(el("tr", {}, el("td", {}, a.answer === null ? "-" : a.answer), el("td", { class: "num" }, a.count), el("td", {}, a.correct ? "yes" : "no")));
+      }
+      const others = document.getElementById("others");
+      others.replaceChildren(el("tr", {}, el("th", {}, "checkpoint"), el("th", {}, "majority answer"), el("th", {}, "correct"), el("th", {}, "pass@1"), el("th", {}, "n")));
+      for (const o of detail.other_checkpoints) {
+        const here = o.checkpoint === detail.item.checkpoint;
+        others.append(el("tr", { class: here ? "selected" : null }, el("td", {}, o.checkpoint), el("td", {}, o.majority_answer === null ? "-" : o.majority_answer),
+          el("td", {}, o.majority_correct ? "yes" : "no"), el("td", { class: "num" }, pct(o["pass@1"])), el("td", { class: "num" }, o.n)));
+      }
+      const chips = document.getElementById("siblings");
+      chips.replaceChildren();
+      for (const s of detail.siblings) {
+        chips.append(el("a", { href: traceHref(s.trace_id, {}), class: s.trace_id === detail.item.trace_id ? "chip here " + s.outcome : "chip " + s.outcome, title: s.trace_id + " (" + s.outcome + ")" },
+          s.sample_idx === null ? "?" : s.sample_idx), " ");
+      }
+    }
+
+    function buildForm() {
+      const box = document.getElementById("choices");
+      const shortcuts = {};
+      const options = keys.map((c, i) => ({ value: c.key, label: c.name, key: String((i + 1) % 10), title: c.definition }));
+      options.push({ value: "no_error", label: "no error", key: "n" }, { value: "cant_tell", label: "can't tell", key: "c" });
+      for (const o of options) {
+        shortcuts[o.key] = o.value;
+        const input = el("input", { type: "radio", name: "choice", value: o.value, id: "choice-" + o.value });
+        box.append(el("label", { class: "choice", title: o.title || "", for: "choice-" + o.value }, input, " ", el("kbd", {}, o.key), " ", o.label));
+      }
+      if (detail.human) {
+        const current = detail.human.error_type || detail.human.verdict;
+        const input = box.querySelector('input[value="' + CSS.escape(current) + '"]');
+        if (input) input.checked = true;
+        if (detail.human.first_error_step !== null && detail.human.first_error_step !== undefined) document.getElementById("step").value = detail.human.first_error_step;
+        document.getElementById("note").value = detail.human.note || "";
+      }
+      const form = document.getElementById("label-form");
+      form.addEventListener("submit", (event) => { event.preventDefault(); save().catch((e) => showError(e.message)); });
+      document.addEventListener("keydown", (event) => {
+        if (event.target.closest("input[type=number], input[type=text], textarea, #annotator")) {
+          if (event.key === "Enter" && event.target.id === "step") { event.preventDefault(); save().catch((e) => showError(e.message)); }
+          return;
+        }
+        if (shortcuts[event.key]) {
+          box.querySelector('input[value="' + CSS.escape(shortcuts[event.key]) + '"]').checked = true;
+        } else if (event.key === "j" || event.key === "ArrowRight") go(1);
+        else if (event.key === "k" || event.key === "ArrowLeft") go(-1);
+        else if (event.key === "s" || event.key === "Enter") { event.preventDefault(); save().catch((e) => showError(e.message)); }
+        else if (event.key === "Escape") window.location.href = document.getElementById("back").getAttribute("href");
+      });
+    }
+
+    async function save() {
+      showError("");
+      const checked = document.querySelector('input[name="choice"]:checked');
+      if (!checked) throw new Error("choose an error type, no error or can't tell first");
+      const stepText = document.getElementById("step").value.trim();
+      const body = { trace_id: detail.item.trace_id, error_type: checked.value,
+        first_error_step: stepText === "" || checked.value === "no_error" || checked.value === "cant_tell" ? null : Number(stepText),
+        annotator: annotator() || null, note: document.getElementById("note").value.trim() || null };
+      const response = await fetch("/api/labels", { method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-Misstep-Review": "1" }, body: JSON.stringify(body) });
+      const answer = await response.json();
+      if (!response.ok) throw new Error(answer.error || response.statusText);
+      document.getElementById("saved").textContent = "saved";
+      detail = await getJSON("/api/traces/" + encodeURIComponent(detail.item.trace_id) + "?" + query({ annotator: body.annotator || "" }));
+      render();
+    }
+
+    async function neighbour(delta) {
+      if (pos === null) return null;
+      const target = pos + delta;
+      if (target < 0) return null;
+      if (queueMode) {
+        const q = await getJSON("/api/queue");
+        return target < q.items.length ? q.items[target].trace_id : null;
+      }
+      const body = await getJSON("/api/traces?" + query({ ...filters, offset: target, limit: 1 }));
+      return body.items.length ? body.items[0].trace_id : null;
+    }
+
+    async function go(delta) {
+      const next = await neighbour(delta);
+      if (next === null) return;
+      const context = queueMode ? { queue: 1, pos: pos + delta } : { ...filters, pos: pos + delta };
+      window.location.href = traceHref(next, context);
+    }
+    document.getElementById("prev").addEventListener("click", () => go(-1));
+    document.getElementById("next").addEventListener("click", () => go(1));
+    document.getElementById("position").textContent = pos === null ? "" : (queueMode ? "queue " : "") + "#" + (pos + 1);
+  }
+
+  const run = page === "trace" ? tracePage : indexPage;
+  run().then(() => { document.body.dataset.ready = "1"; }).catch((e) => { showError(e.message); document.body.dataset.ready = "error"; });
+})();

@@ -1,0 +1,193 @@
+"""The review pages in real headless chromium (Debian's, driven by Debian's chromium-driver
+through selenium): they load, keyboard navigation and labelling work, and hostile trace text
+in every field runs nothing."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+import pytest
+
+from tests.review.review_fixture import HOSTILE, JUDGE, Fixture, make_run, review_data, serving
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+SHOTS = Path(__file__).resolve().parents[2] / "benchmarks" / "out"
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+if CHROMIUM is None or DRIVER is None:
+    pytest.skip("no chromium and chromium-driver on PATH", allow_module_level=True)
+
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(
+        service=webdriver.ChromeService(executable_path=DRIVER), options=options
+    )
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _ready(driver: Any) -> None:
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.body.dataset.ready || ''") != ""
+    )
+    assert driver.execute_script("return document.body.dataset.ready") == "1", driver.find_element(
+        By.ID, "error"
+    ).text
+
+
+def _inert(driver: Any) -> None:
+    """Nothing hostile ran: no global set, no dialog open, no element with a handler."""
+    assert driver.execute_script("return window.__pwned === undefined")
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text  # noqa: B018 - raises unless an alert() is open
+    found = driver.execute_script(
+        "return document.querySelectorAll('[onerror],[onload],[onclick],script:not([src]),"
+        'svg,img,iframe,a[href^="javascript:"]\').length'
+    )
+    assert found == 0
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+
+@pytest.fixture
+def fx(tmp_path: Path) -> Fixture:
+    return make_run(tmp_path / "data")
+
+
+def test_pages_keyboard_labelling_and_hostile_text(browser: Any, fx: Fixture) -> None:
+    data = review_data(fx)
+    with serving(data, annotator="alice") as server:
+        # A note is hostile too: store one first so that the page shows it back.
+        data.add_label(
+            {
+                "trace_id": fx.wrong_ids[1],
+                "error_type": "arithmetic",
+                "first_error_step": 1,
+                "note": HOSTILE[1] + HOSTILE[0],
+            },
+            "alice",
+        )
+        browser.get(server.url)
+        # Any alert() would be recorded instead of blocking the test.
+        _ready(browser)
+        assert "token" not in browser.current_url  # the token moved into the cookie
+        rows = browser.find_elements(By.CSS_SELECTOR, "#list tr")
+        assert len(rows) == 1 + 16  # header + 16 traces
+        # The hostile ids are shown as text, verbatim.
+        ids = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#list td a")]
+        assert sorted(ids) == sorted(fx.trace_ids)
+        dist = browser.find_element(By.ID, "dist").text
+        assert "ck<b>1</b>\"'" in dist and "arithmetic" in dist and "100%" in dist
+        _inert(browser)
+        shot = SHOTS / "review_list.png"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(str(shot))
+        # Keyboard: j moves the selection, Enter opens the selected trace.
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys("j")
+        body.send_keys("j")
+        selected = browser.find_element(By.CSS_SELECTOR, "#list tr.selected a").text
+        assert selected == ids[2]
+        body.send_keys("\ue007")  # Enter
+        WebDriverWait(browser, 30).until(lambda d: "/traces/" in d.current_url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "trace-id").text == ids[2]
+        _inert(browser)
+        # Next trace with j: the fourth of the list.
+        browser.find_element(By.TAG_NAME, "body").send_keys("j")
+        WebDriverWait(browser, 30).until(lambda d: "pos=3" in d.current_url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "trace-id").text == ids[3]
+
+        # A wrong trace: the judge's step and quote are highlighted; the note is shown as text.
+        browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[1], safe='')}")
+        _ready(browser)
+        problem = browser.find_element(By.ID, "problem").text
+        assert HOSTILE[0] in problem and HOSTILE[1] in problem
+        blamed = browser.find_element(By.CSS_SELECTOR, "li.step.blamed")
+        assert blamed.get_attribute("data-step") == "1"
+        mark = blamed.find_element(By.TAG_NAME, "mark").text
+        assert mark.startswith("2 + 3 = 6 ")
+        judge = browser.find_element(By.ID, "judge").text
+        assert "arithmetic" in judge and HOSTILE[4] in judge and JUDGE in judge
+        assert browser.find_element(By.ID, "note").get_attribute("value") == HOSTILE[1] + HOSTILE[0]
+        _inert(browser)
+        browser.save_screenshot(str(SHOTS / "review_trace.png"))
+
+        # Label with the keyboard: "1" picks the first type, a click on step 0 sets the step,
+        # Enter saves.
+        browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[2], safe='')}")
+        _ready(browser)
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys("1")
+        browser.find_element(By.CSS_SELECTOR, "li.step[data-step='0']").click()
+        browser.find_element(By.ID, "note").send_keys(HOSTILE[3])
+        browser.find_element(By.ID, "save").click()
+        WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "saved").text == "saved")
+        _inert(browser)
+    lines = (fx.run_dir / "human" / "alice.jsonl").read_bytes().splitlines()
+    last = orjson.loads(lines[-1])
+    assert last["trace_id"] == fx.wrong_ids[2]
+    assert (last["error_type"], last["first_error_step"], last["note"]) == (
+        "arithmetic",
+        0,
+        HOSTILE[3],
+    )
+
+
+def test_blind_page_hides_then_shows_the_judge(browser: Any, fx: Fixture) -> None:
+    with serving(review_data(fx, blind=True), annotator="bob") as server:
+        browser.get(server.url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "dist-section").get_attribute("hidden") is not None
+        browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[0], safe='')}")
+        _ready(browser)
+        assert "Hidden until" in browser.find_element(By.ID, "judge").text
+        assert not browser.find_elements(By.CSS_SELECTOR, "li.step.blamed")
+        browser.find_element(By.TAG_NAME, "body").send_keys("n")  # no error
+        browser.find_element(By.TAG_NAME, "body").send_keys("s")
+        WebDriverWait(browser, 30).until(
+            lambda d: "arithmetic" in d.find_element(By.ID, "judge").text
+        )
+        assert browser.find_elements(By.CSS_SELECTOR, "li.step.blamed")
+        _inert(browser)
+        browser.save_screenshot(str(SHOTS / "review_blind.png"))
+        # The queue: the 4 traces of the stratified sample, as a list to walk.
+        browser.get(f"{server.origin}/queue")
+        _ready(browser)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 4
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue007")  # Enter: the first
+        WebDriverWait(browser, 30).until(lambda d: "queue=1" in d.current_url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "position").text == "queue #1"
+        _inert(browser)
+    record = orjson.loads((fx.run_dir / "human" / "bob.jsonl").read_bytes().splitlines()[-1])
+    assert record["verdict"] == "no_error" and record["has_error"] is False and record["blind"]
