@@ -202,9 +202,11 @@ def test_engine_settings_name_the_backend_and_let_the_user_win() -> None:
         JudgeConfig(
             backend="vllm",
             model="m",
-            engine_args={"max_model_len": 4096,
-                         "structured_outputs_config": {"backend": "guidance"}},
-        )  # fmt: skip
+            engine_args={
+                "max_model_len": 4096,
+                "structured_outputs_config": {"backend": "guidance"},
+            },
+        )
     )
     assert mine["max_model_len"] == 4096
     assert mine["structured_outputs_config"] == {

@@ -424,8 +424,21 @@ def test_several_servers_share_the_work_and_a_dead_one_is_dropped(tmp_path: Path
         (["--judge", "openai", "--base-url", "notaurl"], "--base-url"),
         (["--judge", "openai", "--base-url", "ftp://host/v1"], "--base-url"),
         (["--judge", "openai", "--reasoning-effort", "extreme"], "--reasoning-effort"),
-        (["--judge", "vllm", "--model", "m", "--ray", "1", "--samples", "2",
-          "--temperature", "0.7"], "--samples"),  # fmt: skip
+        (
+            [
+                "--judge",
+                "vllm",
+                "--model",
+                "m",
+                "--ray",
+                "1",
+                "--samples",
+                "2",
+                "--temperature",
+                "0.7",
+            ],
+            "--samples",
+        ),
     ],
 )
 def test_label_options_are_checked_before_any_connection(

@@ -16,6 +16,7 @@ import typer
 from misstep.errors import InputFormatError, OptionError, OutputError
 
 __all__ = [
+    "REASONING_EFFORTS",
     "AddJudgeOpt",
     "BaseUrlsOpt",
     "ByOpt",
@@ -31,7 +32,6 @@ __all__ = [
     "MaxTokensOpt",
     "ModelOpt",
     "NoCacheOpt",
-    "REASONING_EFFORTS",
     "ReasoningEffortOpt",
     "RegradeOpt",
     "SeedOpt",
@@ -251,7 +251,9 @@ def check_reasoning_effort(value: str | None) -> None:
     """``--reasoning-effort`` is one of low, medium, high (checked before any connection)."""
     if value is not None and value not in REASONING_EFFORTS:
         raise OptionError(
-            option="--reasoning-effort", value=value, allowed="one of " + ", ".join(REASONING_EFFORTS)
+            option="--reasoning-effort",
+            value=value,
+            allowed="one of " + ", ".join(REASONING_EFFORTS),
         )
 
 

@@ -104,7 +104,11 @@ def export_requests(
         f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "
         f"requests.parquet); {summary.skipped} trace(s) not judged, {summary.already_ok} "
         f"already labelled by {summary.judge}"
-        + (f"; {summary.retries} of the requests retry a cut or broken reply" if summary.retries else "")
+        + (
+            f"; {summary.retries} of the requests retry a cut or broken reply"
+            if summary.retries
+            else ""
+        )
         + (
             f"; {summary.given_up} cut or broken reply(ies) kept (no attempt left)"
             if summary.given_up

@@ -70,7 +70,7 @@ class Sent:
     timeout included)."""
 
 
-class TransportGaveUp(Exception):  # noqa: N818 - a signal carrying a result, not an error
+class TransportGaveUp(Exception):
     """The transport could not get an answer (after its own retries): ``result`` is the
     ``failed`` result to return, ``requests`` how many it made."""
 
@@ -260,9 +260,7 @@ def parse_completion(
         ]
     if not replies:
         return [JudgeResult(status=LabelStatus.FAILED, reason="the reply has no choice")]
-    results = [
-        parse_reply(r, label_type, n_steps=n_steps, max_tokens=max_tokens) for r in replies
-    ]
+    results = [parse_reply(r, label_type, n_steps=n_steps, max_tokens=max_tokens) for r in replies]
     results[0].extra["usage"] = usage
     return results
 
@@ -275,9 +273,7 @@ def _reply(choice: dict[str, Any]) -> Reply:
     return Reply(message.get("content") or "", choice.get("finish_reason"), reasoning or None)
 
 
-def reask_messages(
-    messages: list[dict[str, str]], raw: str, problem: str
-) -> list[dict[str, str]]:
+def reask_messages(messages: list[dict[str, str]], raw: str, problem: str) -> list[dict[str, str]]:
     """The conversation of a re-ask: the broken reply, then what was wrong with it."""
     return [
         *messages,
@@ -373,8 +369,7 @@ async def run_exchange(
                 JudgeResult(status=LabelStatus.FAILED, reason="the server answered no choice")
             )
         results = [
-            parse_reply(r, label_type, n_steps=n_steps, max_tokens=max_tokens)
-            for r in sent.replies
+            parse_reply(r, label_type, n_steps=n_steps, max_tokens=max_tokens) for r in sent.replies
         ]
         first = results[0]
         tries.append(Try(kind, seed, temp, first.status.value))
@@ -384,9 +379,11 @@ async def run_exchange(
         step = policy.next_try(tries, first.status, temperature)
         if step is None:
             if first.status is not LabelStatus.OK and len(tries) > 1:
-                first.reason = f"{first.reason} (after {len(tries)} attempts: " + ", ".join(
-                    f"{t.kind} {t.status}" for t in tries
-                ) + ")"
+                first.reason = (
+                    f"{first.reason} (after {len(tries)} attempts: "
+                    + ", ".join(f"{t.kind} {t.status}" for t in tries)
+                    + ")"
+                )
             if first.status is LabelStatus.OK:
                 first.raw_reply = None
             return finish(first)

@@ -286,7 +286,11 @@ class OpenAIJudge:
         return False
 
     async def _create(
-        self, messages: list[dict[str, str]], seed: int, temperature: float, n: int,
+        self,
+        messages: list[dict[str, str]],
+        seed: int,
+        temperature: float,
+        n: int,
         schema: dict[str, Any],
     ) -> Any:
         # The client's low-level ``post`` sends this body as is and returns the JSON: the

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -54,7 +54,6 @@ from misstep.judge import (
     label_json_schema,
     request_seed,
 )
-
 from misstep.labels import (
     InputFile,
     LabelStatus,

@@ -55,11 +55,12 @@ from misstep.labels import (
     run_dir_lock,
     write_manifest,
 )
+from misstep.pipelines._budget import label_sample
 from misstep.pipelines._label import (
-    LabelProgress,
-    LabelRunSummary,
     NOT_SAMPLED,
     REJECTS_FILE,
+    LabelProgress,
+    LabelRunSummary,
     _check_one_judge,
     _check_same_input,
     _load_index,
@@ -69,7 +70,6 @@ from misstep.pipelines._label import (
     record_of,
     skipped_record,
 )
-from misstep.pipelines._budget import label_sample
 from misstep.prompts import prompt_hash, render_judge_prompt
 from misstep.rollouts import Outcome, RejectSink, Trace, input_digest, load_graded
 
@@ -215,9 +215,10 @@ def label_with_ray(
                     current = index.get(trace.trace_id)
                     already_ok = current is not None and current[:2] == ("ok", judge_id)
                     reason = outcome.value
-                    if send and sample is not None and trace.trace_id not in sample:
-                        if not already_ok:  # an ok label of an earlier, larger run is kept
-                            send, reason = False, NOT_SAMPLED
+                    # left out of the budget (an ok label of an earlier, larger run is kept)
+                    sampled = sample is None or trace.trace_id in sample
+                    if send and not sampled and not already_ok:
+                        send, reason = False, NOT_SAMPLED
                     if not send:
                         status_counts["skipped"] += 1
                         if current is None or current[:3] != ("skipped", judge_id, reason):

@@ -374,8 +374,7 @@ async def _select_all(
                 url=", ".join(backend.base_urls or [backend.base_url]),
                 reason=f"{down_streak} requests in a row could not reach it ({result.reason}); "
                 "selection stopped, the selections written so far are kept",
-                hint="fix the server and run the same command again: it resumes where it "
-                "stopped",
+                hint="fix the server and run the same command again: it resumes where it stopped",
             )
         usage = result.extra.get("usage") or {}
         tokens = {
