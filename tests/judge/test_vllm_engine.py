@@ -187,7 +187,11 @@ def test_the_adapter_keeps_every_field_of_the_body() -> None:
                                     "chat_template_kwargs"}  # fmt: skip
     assert sent <= kept
     assert request.sampling["structured_outputs"] == {"json": {"type": "object"}}
-    assert request.chat_template_kwargs == {"a": 1, "reasoning_effort": "high"}
+    assert request.chat_template_kwargs == {
+        "a": 1,
+        "reasoning_effort": "high",
+        "enable_thinking": True,
+    }
 
 
 def test_engine_settings_name_the_backend_and_let_the_user_win() -> None:

@@ -162,8 +162,8 @@ class EngineRequest:
     """``SamplingParams`` keyword arguments; ``structured_outputs`` as a dict
     (``{"json": schema}``), which Ray converts itself and ``sampling_params`` wraps."""
     chat_template_kwargs: dict[str, Any] | None
-    """Arguments of the chat template, ``reasoning_effort`` among them when asked (vLLM's
-    server hands ``reasoning_effort`` to the template the same way)."""
+    """Arguments of the chat template, ``reasoning_effort`` (and ``enable_thinking``) among
+    them when asked, as vLLM's server hands them to the template."""
 
 
 def engine_request(body: dict[str, Any]) -> EngineRequest:
@@ -175,8 +175,12 @@ def engine_request(body: dict[str, Any]) -> EngineRequest:
     sampling["n"] = int(body.get("n", 1))
     sampling["structured_outputs"] = {"json": body["response_format"]["json_schema"]["schema"]}
     kwargs = dict(body.get("chat_template_kwargs") or {})
-    if body.get("reasoning_effort") is not None:
-        kwargs["reasoning_effort"] = body["reasoning_effort"]
+    effort = body.get("reasoning_effort")
+    if effort is not None:
+        # as vLLM's server builds the template arguments (ChatCompletionRequest
+        # .build_chat_params): the effort, and thinking switched on unless the user said
+        kwargs["reasoning_effort"] = effort
+        kwargs.setdefault("enable_thinking", effort != "none")
     return EngineRequest(
         messages=list(body["messages"]),
         sampling=sampling,
