@@ -450,6 +450,14 @@ def _engine_records(
     ).chat_template_kwargs
     settings = engine_settings(config)
     settings.pop("seed", None)  # per request
+    try:  # Ray hands engine_kwargs to AsyncEngineArgs, which wants the config object
+        from vllm.config import StructuredOutputsConfig
+
+        settings["structured_outputs_config"] = StructuredOutputsConfig(
+            **settings["structured_outputs_config"]
+        )
+    except ImportError:  # a driver without vllm: the workers' VllmConfig validates the dict
+        pass
     processor = build_processor(
         vLLMEngineProcessorConfig(
             model_source=str(config.model),
