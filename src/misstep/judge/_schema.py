@@ -18,9 +18,10 @@ the 2,221 ProcessBench first-error steps, 83% hold a backslash (LaTeX) but 98.6%
 20 or more characters free of backslashes, quotes and newlines to quote from; the bound also
 ends a reply that would loop inside the quote."""
 EXPLANATION_MAX_CHARS = 400
-"""Longest explanation the schema allows (one or two sentences; plain prose, so no escapes
-are needed): a small model that repeats one sentence inside the string is stopped by the
-grammar at this length instead of running to ``max_tokens``."""
+"""Longest explanation the schema sent to a model allows (one or two sentences; plain prose,
+so no escapes are needed): a small model that repeats one sentence inside the string is
+stopped by the grammar at this length instead of running to ``max_tokens``. A bound of the
+wire schema only (``label_json_schema``): the rules judge's own explanations may be longer."""
 
 _MODELS: dict[str, type[BaseModel]] = {}
 
@@ -54,13 +55,7 @@ def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
                 description="A short verbatim quote from that step showing the error.",
             ),
         ),
-        explanation=(
-            str,
-            Field(
-                max_length=EXPLANATION_MAX_CHARS,
-                description="One or two sentences on what went wrong.",
-            ),
-        ),
+        explanation=(str, Field(description="One or two sentences on what went wrong.")),
         error_type=(
             error_type,
             Field(description="Category of the first error: one of " + ", ".join(taxonomy.keys)),
@@ -76,8 +71,11 @@ def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
 
 def label_json_schema(taxonomy: Taxonomy) -> dict[str, Any]:
     """The JSON schema sent as ``response_format``: a flat object, every field required,
-    ``additionalProperties: false`` and an ``enum`` of the taxonomy's keys (no ``$ref``)."""
+    ``additionalProperties: false``, an ``enum`` of the taxonomy's keys (no ``$ref``), the
+    quote and the explanation bounded in length (``EVIDENCE_MAX_CHARS``,
+    ``EXPLANATION_MAX_CHARS``)."""
     schema = copy.deepcopy(label_model(taxonomy).model_json_schema())
     schema["required"] = list(schema["properties"])
     schema["additionalProperties"] = False
+    schema["properties"]["explanation"]["maxLength"] = EXPLANATION_MAX_CHARS
     return schema
