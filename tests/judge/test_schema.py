@@ -97,3 +97,15 @@ def test_json_schema_is_a_fresh_copy() -> None:
     tax = load_taxonomy()
     label_json_schema(tax)["properties"]["error_type"]["enum"].append("injected")
     assert "injected" not in label_json_schema(tax)["properties"]["error_type"]["enum"]
+
+
+def test_the_wire_schema_bounds_the_explanation_the_model_does_not() -> None:
+    from misstep.judge import EXPLANATION_MAX_CHARS
+
+    taxonomy = load_taxonomy(None)
+    schema = label_json_schema(taxonomy)
+    assert schema["properties"]["explanation"]["maxLength"] == EXPLANATION_MAX_CHARS == 400
+    # the rules judge writes longer explanations through the same model: never refused
+    long = {"error_type": taxonomy.keys[0], "first_error_step": 0, "evidence": "x",
+            "explanation": "y" * 1000, "confidence": 0.5}  # fmt: skip
+    assert label_model(taxonomy).model_validate(long).explanation == "y" * 1000  # type: ignore[attr-defined]
