@@ -13,6 +13,7 @@ import pytest
 from misstep.judge import JudgeConfig, RulesJudge
 from misstep.labels import LabelStatus, read_labels
 from misstep.pipelines import _label, run_labeling
+from misstep.prompts import render_judge_prompt
 from misstep.taxonomy import load_taxonomy
 
 TAXONOMY = load_taxonomy(None)
@@ -31,11 +32,10 @@ def _write(path: Path, responses: list[str]) -> Path:
 def rendered(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """trace_id -> the thread that rendered it (splitting happens inside rendering)."""
     seen: dict[str, int] = {}
-    real = _label.render_judge_prompt
 
     def spy(taxonomy: Any, trace: Any, answer: Any, **kw: Any) -> Any:
         seen[trace.trace_id] = threading.get_ident()
-        return real(taxonomy, trace, answer, **kw)
+        return render_judge_prompt(taxonomy, trace, answer, **kw)
 
     monkeypatch.setattr(_label, "render_judge_prompt", spy)
     return seen
