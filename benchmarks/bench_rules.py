@@ -6,11 +6,11 @@ Usage: python benchmarks/bench_rules.py [--n 2000] [--data ../shared/data] [--ex
 Flags are measured against people's labels in ../shared/data (when present):
 - ``mr_gsm8k``: 590 wrong GSM8K solutions (MR-GSM8K), and ``mrben_math`` (918 solutions to
   MMLU math questions); where an annotator tagged the first error ``calculation`` (their own
-  tag, ``mapping_method`` ``annotator_prefix_tag``) the trace is a positive. A flag is a *hit* when it points
-  at the annotated first error step of a positive; a *false alarm* when it points at a step
-  before the annotated first error (steps the annotator read as correct); flags after the first
-  error (or at it, on a trace with another tag) are *unverified* and counted apart.
-  ``precision`` = hits / (hits + false alarms); ``recall`` = hits / positives.
+  tag, ``mapping_method`` ``annotator_prefix_tag``) the trace is a positive. A flag is a *hit*
+  when it points at the annotated first error step of a positive; a *false alarm* when it
+  points at a step before the annotated first error (steps the annotator read as correct);
+  flags after the first error (or at it, on a trace with another tag) are *unverified* and
+  counted apart. ``precision`` = hits / (hits + false alarms); ``recall`` = hits / positives.
 - ``processbench``: expert first error steps without error types, so no positives; every
   step before the first error (all steps of a correct solution) is verified correct: a flag
   there is a false alarm, in every source.
@@ -46,6 +46,8 @@ def _human(path: Path) -> dict[str, list[dict[str, Any]]]:
 def _flags(data: Path, examples: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for folder in ("mrben", "processbench"):
+        if not (data / folder / "human_labels.jsonl").exists():
+            continue
         human = _human(data / folder / "human_labels.jsonl")
         counts: dict[str, Counter[str]] = {}
         shown: dict[str, list[dict[str, Any]]] = {}

@@ -273,7 +273,7 @@ def test_undetermined_key_is_used_when_there_is_no_other(tmp_path: Path) -> None
 
 
 def test_capabilities_say_what_it_cannot_do() -> None:
-    for phrase in ("arithmetic", "cannot detect", "misread", "confidence 0"):
+    for phrase in ("arithmetic", "cannot detect", "misread", "confidence 0", "6/2(1+2) is 1"):
         assert phrase in RULES_JUDGE_CAPABILITIES
 
 

@@ -1,10 +1,13 @@
 """Find wrong explicit calculations in reasoning steps, with exact rational arithmetic.
 
 Trace text is untrusted, so nothing here evaluates it as code: a regex tokenizer turns a step
-into tokens, runs of arithmetic tokens holding ``=`` or ``≈`` become chains ``a = b = c``, and a
-small recursive-descent parser that knows numbers, + - × / ^, parentheses, ``\\frac`` and ``%``
-computes each side as a :class:`fractions.Fraction`. Anything else (a variable, a function, an
-unknown LaTeX command, an unbalanced side) makes that side unevaluable, and it is skipped.
+into tokens, runs of arithmetic tokens holding ``=`` or ``≈`` become chains ``a = b = c``, and
+each side is computed as a :class:`fractions.Fraction` by the grader's evaluator
+(``rollouts._arithmetic.arithmetic_value``, a recursive-descent parser over a closed grammar).
+So a step and an answer are read one way, math-verify's: ``6/2(1+2)`` is 1 (a product without
+a sign binds before ``/``) in a step as in a graded answer. Anything else (a variable, a
+function, an unknown LaTeX command, an unbalanced side) makes that side unevaluable, and it is
+skipped.
 
 Rules (each errs on the side of not flagging):
 
@@ -21,8 +24,15 @@ Rules (each errs on the side of not flagging):
   or subtracted from a number (``50 - 20%``) is ambiguous and skipped; ``2/5 × 100 = 40%`` passes.
 - A running computation ``3 + 4 = 7 × 2 = 14`` (the right side starts with the left's value and
   continues) is not flagged.
+- Units after numbers (and ``$`` before them) are read: a chain in one unit per dimension is
+  checked as written (``5 cm + 3 cm = 8 cm``, ``8 hours × 5 = 40 hours``); a sum or difference
+  of quantities in two units of one dimension is checked in the unit of its last number
+  (``3 hours + 30 minutes = 210 minutes``, ``$5 + 50 cents = 5.50 dollars``, ``2 km + 300
+  meters = 2300 meters``); any other mix (``3 hours × 20 = 60 minutes``, or a unit without a
+  fixed size: months, years, pounds) is left alone.
 - Bounded work: sides over 160 tokens, numbers over 60 digits, exponents that are not integers
-  or whose result would exceed 20,000 bits, and nesting deeper than 40 are skipped.
+  or whose result would exceed 20,000 bits, and nesting deeper than 40 are skipped; only
+  windows of 400 characters around relation signs are tokenised.
 """
 
 from __future__ import annotations
@@ -593,19 +603,21 @@ def check_step(text: str) -> tuple[str, str, str, str] | None:
     return None
 
 
-def _blank(match: re.Match[str]) -> str:
-    return " " * len(match.group())
-
-
 def _prepare(text: str) -> tuple[str, dict[int, str]]:
     """The text to tokenise, the same length as ``text`` (so that evidence is cut from the
     original): units after numbers blanked, an ASCII x between numbers made a ×; and the unit
     of each number that has one, by the number's end offset (a ``$`` before a number is
     dollars, by the number's start offset, negated and less one so the keys never collide)."""
-    units = {m.start(): m.group("unit").lower() for m in _UNIT.finditer(text)}
-    for m in _DOLLAR_BEFORE.finditer(text):
-        units[-1 - m.end()] = "$"
-    text = _UNIT.sub(_blank, text)
+    units: dict[int, str] = {}
+    if "$" in text:
+        for m in _DOLLAR_BEFORE.finditer(text):
+            units[-1 - m.end()] = "$"
+
+    def blank(match: re.Match[str]) -> str:
+        units[match.start()] = match.group("unit").lower()
+        return " " * len(match.group())
+
+    text = _UNIT.sub(blank, text)
     return _ASCII_TIMES.sub(lambda m: m.group(1) + "×", text), units
 
 
@@ -622,6 +634,8 @@ def _conversion(
     of one dimension with fixed sizes (3 hours + 30 minutes = 210 minutes: 3 × 60 + 30); None
     when it mixes units any other way (3 hours × 20 = 60 minutes): it is left alone. With the
     factors comes the unit the values are then in ("" when none)."""
+    if not units:
+        return {}, ""
     nums = [t for t in toks[first : last + 1] if t[0] == "num"]
     found = {t[2]: _unit_of(t, units) for t in nums}
     sizes = {u: _UNITS.get(u, (u, None)) for u in found.values() if u is not None}
