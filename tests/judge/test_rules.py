@@ -380,6 +380,7 @@ UNITS_RIGHT = [
     "1 year + 2 months = 14 months",  # no fixed size (a month): left alone
     "2 hours * 60 = 120 minutes",  # a conversion by a product: left alone
     "He works 8 hours x 5 days = 40 hours",  # hours beside days in a product: left alone
+    "So 2.5 hours = 2.5 × 60 = 150 minutes",
 ]
 
 # Real errors in calculations that mix units: still flagged, with the value in the stated unit.
@@ -390,6 +391,8 @@ UNITS_WRONG = [
     ("$5 + 50 cents = 5.60 dollars", "5.5 dollars"),  # 5 + 0.50
     ("1 foot + 6 inches = 20 inches", "18 inches"),  # 12 + 6
     ("5 cm + 3 cm = 9 cm", "8"),  # one unit: read as written
+    # the named quantity (2.5 hours) is not compared, so the rest is in minutes only: 2.5 × 60
+    ("So 2.5 hours = 2.5 × 60 = 160 minutes", "150"),
 ]
 
 

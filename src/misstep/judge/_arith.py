@@ -625,18 +625,16 @@ def _unit_of(tok: _Tok, units: dict[int, str]) -> str | None:
     return units.get(tok[3]) or units.get(-1 - tok[2])
 
 
-def _conversion(
-    toks: list[_Tok], first: int, last: int, units: dict[int, str]
-) -> tuple[dict[int, Fraction], str] | None:
-    """How to read a chain's units: ``{}`` when it does not mix two units of one dimension (it
-    is read as written, units aside: 5 cm + 3 cm = 8 cm); the factor turning each number into
-    the unit of the chain's last number when it is a sum or difference of quantities in units
-    of one dimension with fixed sizes (3 hours + 30 minutes = 210 minutes: 3 × 60 + 30); None
-    when it mixes units any other way (3 hours × 20 = 60 minutes): it is left alone. With the
-    factors comes the unit the values are then in ("" when none)."""
+def _conversion(toks: list[_Tok], units: dict[int, str]) -> tuple[dict[int, Fraction], str] | None:
+    """How to read the units of a chain's compared sides (``toks``): ``{}`` when they do not mix
+    two units of one dimension (read as written, units aside: 5 cm + 3 cm = 8 cm); the factor
+    turning each number into the unit of the last number when they are a sum or difference of
+    quantities in units of one dimension with fixed sizes (3 hours + 30 minutes = 210 minutes:
+    3 × 60 + 30); None when they mix units any other way (3 hours × 20 = 60 minutes): left
+    alone. With the factors comes the unit the values are then in ("" when none)."""
     if not units:
         return {}, ""
-    nums = [t for t in toks[first : last + 1] if t[0] == "num"]
+    nums = [t for t in toks if t[0] == "num"]
     found = {t[2]: _unit_of(t, units) for t in nums}
     sizes = {u: _UNITS.get(u, (u, None)) for u in found.values() if u is not None}
     dimensions = Counter(dimension for dimension, _ in sizes.values())
@@ -649,8 +647,7 @@ def _conversion(
         or any(u is None for u in found.values())
         or any(size is None for _, size in sizes.values())
         or any(
-            t[0] in ("pct", "frac") or (t[0] == "op" and _OP_CANON[t[1]] not in "+-")
-            for t in toks[first : last + 1]
+            t[0] in ("pct", "frac") or (t[0] == "op" and _OP_CANON[t[1]] not in "+-") for t in toks
         )
     ):
         return None
@@ -669,15 +666,16 @@ def _check_window(text: str) -> tuple[str, str, str, str] | None:
     for first, last, doubtful in _runs(toks):
         if not any(toks[i][0] in ("eq", "approx") for i in range(first, last + 1)):
             continue
-        conversion = _conversion(toks, first, last, units)
-        if conversion is None:
-            continue  # units mixed in a way that is not read: left alone
-        scale, unit = conversion
         sides, approx, bullet = _sides(toks, first, last)
         head = sides[0]
         if doubtful or (head is not None and len(head.toks) == 1 and head.end in units):
             # "400 degrees = 20 + 8": a quantity named, not a calculation checked
             sides[0] = None
+        # the units of what is compared ("2.5 hours = 2.5 × 60 = 150 minutes" compares minutes)
+        conversion = _conversion([t for side in sides if side for t in side.toks], units)
+        if conversion is None:
+            continue  # units mixed in a way that is not read: left alone
+        scale, unit = conversion
         group_start: int | None = None
         group_has_op = False  # in 5 * 4 = 20 = 21 the bare 20 carries a computed value
         for i in range(len(approx)):
