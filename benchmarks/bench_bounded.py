@@ -9,7 +9,9 @@ when the size asks for more than there is (about 17 MB). So it holds long paragr
 LaTeX, sentences, enumerations and calculations, as a runaway generation does.
 
 Measured per size, in this one run:
-- ``split``: ``prompts.split_steps`` (seconds; peak traced memory, MB);
+- ``split``: ``prompts.split_steps`` (seconds; peak traced memory, MB); ``split_one_paragraph``
+  the same on a trace of the responses written without blank lines (one paragraph of the whole
+  size: the case that made the former splitter quadratic);
 - ``rules_check``: the rules judge's checker on every one of those steps (``check_step``): the
   most work it does on a trace under its size limit (it stops at the first wrong calculation);
 - ``rules_judge``: ``RulesJudge.judge`` on the trace as the label pipeline hands it over: a
@@ -168,12 +170,25 @@ def main() -> None:
     responses, small = _responses(args.data)
     judge = RulesJudge(JudgeConfig(), load_taxonomy(None))
     result: dict[str, Any] = {"sizes_mib": args.sizes, "rules_limit_chars": MAX_TRACE_CHARS}
-    rows: dict[str, list[dict[str, Any]]] = {"split": [], "rules_check": [], "rules_judge": []}
+    rows: dict[str, list[dict[str, Any]]] = {
+        "split": [],
+        "split_one_paragraph": [],
+        "rules_check": [],
+        "rules_judge": [],
+    }
     labels: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         baseline = _label(small, None, Path(tmp))
         for size in args.sizes:
             text = _big_trace(responses, int(size * MIB))
+            # one paragraph: the responses written without blank lines, as a runaway generation
+            # is; each line break and sentence end is then inside one paragraph of the full size
+            one = _big_trace([r for r in responses if "\n\n" not in r], int(size * MIB))
+            seconds, peak, steps = _measure(functools.partial(split_steps, one))
+            rows["split_one_paragraph"].append(
+                {"seconds": seconds, "peak_mb": peak, "steps": len(steps)}
+            )
+            del one, steps
             seconds, peak, steps = _measure(functools.partial(split_steps, text))
             rows["split"].append({"seconds": seconds, "peak_mb": peak, "steps": len(steps)})
             seconds, peak, flagged = _measure(functools.partial(_check_all, steps))
