@@ -168,6 +168,9 @@ def main() -> None:
     from misstep.taxonomy import load_taxonomy
 
     responses, small = _responses(args.data)
+    one_paragraph = [r for r in responses if "\n\n" not in r] or [
+        r.replace("\n\n", "\n") for r in responses
+    ]
     judge = RulesJudge(JudgeConfig(), load_taxonomy(None))
     result: dict[str, Any] = {"sizes_mib": args.sizes, "rules_limit_chars": MAX_TRACE_CHARS}
     rows: dict[str, list[dict[str, Any]]] = {
@@ -183,7 +186,7 @@ def main() -> None:
             text = _big_trace(responses, int(size * MIB))
             # one paragraph: the responses written without blank lines, as a runaway generation
             # is; each line break and sentence end is then inside one paragraph of the full size
-            one = _big_trace([r for r in responses if "\n\n" not in r], int(size * MIB))
+            one = _big_trace(one_paragraph, int(size * MIB))
             seconds, peak, steps = _measure(functools.partial(split_steps, one))
             rows["split_one_paragraph"].append(
                 {"seconds": seconds, "peak_mb": peak, "steps": len(steps)}
