@@ -10,8 +10,9 @@ LaTeX, sentences, enumerations and calculations, as a runaway generation does.
 
 Measured per size, in this one run:
 - ``split``: ``prompts.split_steps`` (seconds; peak traced memory, MB); ``split_one_paragraph``
-  the same on a trace of the responses written without blank lines (one paragraph of the whole
-  size: the case that made the former splitter quadratic);
+  the same on one paragraph of the whole size, as a runaway generation writes it (the responses
+  written without blank lines, think tags taken out): the case that made the former splitter
+  quadratic;
 - ``rules_check``: the rules judge's checker on every one of those steps (``check_step``): the
   most work it does on a trace under its size limit (it stops at the first wrong calculation);
 - ``rules_judge``: ``RulesJudge.judge`` on the trace as the label pipeline hands it over: a
@@ -32,6 +33,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -168,7 +170,9 @@ def main() -> None:
     from misstep.taxonomy import load_taxonomy
 
     responses, small = _responses(args.data)
-    one_paragraph = [r for r in responses if "\n\n" not in r] or [
+    # a runaway generation: one unclosed <think> block without blank lines, so one paragraph of
+    # the whole size (the responses written without blank lines, their think tags taken out)
+    one_paragraph = [re.sub(r"</?think>", "", r) for r in responses if "\n\n" not in r] or [
         r.replace("\n\n", "\n") for r in responses
     ]
     judge = RulesJudge(JudgeConfig(), load_taxonomy(None))
@@ -184,8 +188,6 @@ def main() -> None:
         baseline = _label(small, None, Path(tmp))
         for size in args.sizes:
             text = _big_trace(responses, int(size * MIB))
-            # one paragraph: the responses written without blank lines, as a runaway generation
-            # is; each line break and sentence end is then inside one paragraph of the full size
             one = _big_trace(one_paragraph, int(size * MIB))
             seconds, peak, steps = _measure(functools.partial(split_steps, one))
             rows["split_one_paragraph"].append(
