@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from misstep.judge import (
 from misstep.judge._arith import check_step, find_arithmetic_error
 from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
+from misstep.rollouts._arithmetic import arithmetic_value
 from misstep.taxonomy import load_taxonomy
 
 # Each wrong case: (text, the verbatim evidence expected). Correct values in the comment.
@@ -61,7 +63,7 @@ WRONG = [
     ("\\[ 3 \\times 4 = 13 \\]", "3 \\times 4 = 13"),  # 12
     ("Then $3 \\times 4 = 13$ holds.", "3 \\times 4 = 13"),  # 12
     ("The rope is 5 cm + 3 cm = 9 cm long.", "5 cm + 3 cm = 9"),  # 8: units after numbers
-    ("It takes 3 hours x 20 = 70 minutes", "3 hours x 20 = 70"),  # 60
+    ("It takes 3 minutes x 20 = 70 minutes", "3 minutes x 20 = 70"),  # 60
     ("3 + 4 + 5\n= 13", "3 + 4 + 5\n= 13"),  # 12: a chain across a line break
     ("Total = 3 + 4\n= 8", "3 + 4\n= 8"),  # 7
 ]
@@ -74,7 +76,7 @@ RIGHT = [
     "He buys 250 x 2 = 500 apples.",
     "We solve 2x = 10, so x = 5.",
     "The rope is 5 cm + 3 cm = 8 cm long.",
-    "It takes 3 hours x 20 = 60 minutes",
+    "It takes 3 hours x 20 = 60 minutes",  # hours beside minutes in a product: left alone
     "3 + 4 + 5\n= 12",
     "heat the oil to 400 degrees = 20 + (40/100) * 20 minutes",  # a named quantity
     "So they have \\(18 - 6 = 12\\) flamingos left.",
@@ -271,7 +273,7 @@ def test_undetermined_key_is_used_when_there_is_no_other(tmp_path: Path) -> None
 
 
 def test_capabilities_say_what_it_cannot_do() -> None:
-    for phrase in ("arithmetic", "cannot detect", "misread", "confidence 0"):
+    for phrase in ("arithmetic", "cannot detect", "misread", "confidence 0", "6/2(1+2) is 1"):
         assert phrase in RULES_JUDGE_CAPABILITIES
 
 
@@ -308,3 +310,98 @@ def test_windows_keep_chains_and_numbers_whole() -> None:
     prose = "word " * 200
     found = check_step(prose + ". So 12,345 + 1 = 12,346 = 12,347. " + prose)
     assert found is not None and found[0] == "12,345 + 1 = 12,346 = 12,347"
+
+
+# ---- one reading of arithmetic: the grader's ---------------------------------------------------
+
+# (step text as a model writes it, the grader's form of the expression, its value by hand)
+READINGS = [
+    ("6/2(1+2)", "6/2(1+2)", Fraction(1)),  # a product without a sign binds first: 6/(2·3)
+    ("12 ÷ 4(1 + 2)", "12\\div4(1+2)", Fraction(1)),  # 12/(4·3)
+    ("8/2 × 4", "8/2\\cdot4", Fraction(16)),  # signs left to right: (8/2)·4
+    ("2^{-1} + 1", "2^{-1}+1", Fraction(3, 2)),  # 1/2 + 1
+    ("-2^2", "-2^2", Fraction(-4)),  # the power first: -(2^2)
+    ("\\frac{3}{4} + \\frac{1}{8}", "\\frac{3}{4}+\\frac{1}{8}", Fraction(7, 8)),  # 6/8 + 1/8
+]
+
+
+@pytest.mark.parametrize(("step", "answer", "value"), READINGS)
+def test_the_rules_judge_reads_an_expression_as_grading_does(
+    step: str, answer: str, value: Fraction
+) -> None:
+    from misstep.rollouts import canonical_key
+
+    # grading values the answer at the hand-worked value ...
+    assert arithmetic_value(answer) == value
+    assert canonical_key(answer) == canonical_key(_plain(value))
+    # ... and the rules judge accepts exactly that value in a step, and flags another
+    assert check_step(f"So {step} = {_plain(value)}.") is None
+    wrong = check_step(f"So {step} = {_plain(value + 1)}.")
+    assert wrong is not None and wrong[3] == _plain(value)
+
+
+def _plain(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
+
+
+def test_six_over_two_of_three_is_one_in_steps_as_in_answers() -> None:
+    # the case of the issue: 6/2(1+2) = 1 is accepted as an answer, so it is not flagged in a step
+    assert check_step("6/2(1+2) = 1") is None
+    assert check_step("6/2(1+2) = 9") == ("6/2(1+2) = 9", "6/2(1+2)", "9", "1")
+
+
+def test_steps_keep_the_larger_size_bounds_of_the_rules_judge() -> None:
+    # 3^{2021} has 3,204 bits: past grading's 256 for an answer, within the judge's 20,000.
+    # 3^{2021} - 2^{2021} - (3^{2021} - 1) = 1 - 2^{2021}, not 3^{2021} - 2^{2021}
+    found = check_step("3^{2021} - 2^{2021} - (3^{2021} - 1) = 3^{2021} - 2^{2021}")
+    assert found is not None and found[3] == str(1 - 2**2021)
+    assert arithmetic_value("3^{2021}") is None  # grading's own bound is unchanged
+
+
+# ---- units -------------------------------------------------------------------------------------
+
+# Correct calculations that mix units: read with the units, or left alone; never flagged.
+UNITS_RIGHT = [
+    "3 hours + 30 minutes = 210 minutes",  # 180 + 30
+    "3 hours + 30 minutes = 3.5 hours",  # 3 + 30/60
+    "1.5 h = 90 min",  # two bare quantities: never compared
+    "2 hours 30 minutes = 150 minutes",  # 120 + 30, written without a sign: left alone
+    "2 km + 300 m = 2300 m",  # 2000 + 300 ("m" is not read as a unit: left alone)
+    "2 km + 300 meters = 2300 meters",  # 2000 + 300
+    "$5 and 50 cents = 550 cents",  # "and" is not an operation: left alone
+    "$5 + 50 cents = 550 cents",  # 500 + 50
+    "$5 + 50 cents = 5.50 dollars",  # 5 + 0.50
+    "\\$3.50 + 75 cents = \\$4.25",  # 3.50 + 0.75
+    "5 dollars + 50 cents = 5.50 dollars",
+    "1 foot + 6 inches = 18 inches",  # 12 + 6
+    "2 weeks + 3 days = 17 days",  # 14 + 3
+    "3 kg + 500 grams = 3.5 kg",  # 3 + 0.5
+    "1 liter - 250 ml = 750 ml",  # 1000 - 250
+    "1 year + 2 months = 14 months",  # no fixed size (a month): left alone
+    "2 hours * 60 = 120 minutes",  # a conversion by a product: left alone
+    "He works 8 hours x 5 days = 40 hours",  # hours beside days in a product: left alone
+    "So 2.5 hours = 2.5 × 60 = 150 minutes",
+]
+
+# Real errors in calculations that mix units: still flagged, with the value in the stated unit.
+UNITS_WRONG = [
+    ("3 hours + 30 minutes = 200 minutes", "210 minutes"),  # 180 + 30
+    ("30 minutes + 1 hour = 1.25 hours", "1.5 hours"),  # 0.5 + 1
+    ("2 km + 300 meters = 2500 meters", "2300 meters"),  # 2000 + 300
+    ("$5 + 50 cents = 5.60 dollars", "5.5 dollars"),  # 5 + 0.50
+    ("1 foot + 6 inches = 20 inches", "18 inches"),  # 12 + 6
+    ("5 cm + 3 cm = 9 cm", "8"),  # one unit: read as written
+    # the named quantity (2.5 hours) is not compared, so the rest is in minutes only: 2.5 × 60
+    ("So 2.5 hours = 2.5 × 60 = 160 minutes", "150"),
+]
+
+
+@pytest.mark.parametrize("text", UNITS_RIGHT)
+def test_correct_unit_mixing_is_not_flagged(text: str) -> None:
+    assert check_step(text) is None
+
+
+@pytest.mark.parametrize(("text", "correct"), UNITS_WRONG)
+def test_wrong_unit_mixing_is_flagged_with_the_units(text: str, correct: str) -> None:
+    found = check_step(text)
+    assert found is not None and found[3] == correct

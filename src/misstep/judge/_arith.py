@@ -1,10 +1,13 @@
 """Find wrong explicit calculations in reasoning steps, with exact rational arithmetic.
 
 Trace text is untrusted, so nothing here evaluates it as code: a regex tokenizer turns a step
-into tokens, runs of arithmetic tokens holding ``=`` or ``≈`` become chains ``a = b = c``, and a
-small recursive-descent parser that knows numbers, + - × / ^, parentheses, ``\\frac`` and ``%``
-computes each side as a :class:`fractions.Fraction`. Anything else (a variable, a function, an
-unknown LaTeX command, an unbalanced side) makes that side unevaluable, and it is skipped.
+into tokens, runs of arithmetic tokens holding ``=`` or ``≈`` become chains ``a = b = c``, and
+each side is computed as a :class:`fractions.Fraction` by the grader's evaluator
+(``rollouts._arithmetic.arithmetic_value``, a recursive-descent parser over a closed grammar).
+So a step and an answer are read one way, math-verify's: ``6/2(1+2)`` is 1 (a product without
+a sign binds before ``/``) in a step as in a graded answer. Anything else (a variable, a
+function, an unknown LaTeX command, an unbalanced side) makes that side unevaluable, and it is
+skipped.
 
 Rules (each errs on the side of not flagging):
 
@@ -21,15 +24,25 @@ Rules (each errs on the side of not flagging):
   or subtracted from a number (``50 - 20%``) is ambiguous and skipped; ``2/5 × 100 = 40%`` passes.
 - A running computation ``3 + 4 = 7 × 2 = 14`` (the right side starts with the left's value and
   continues) is not flagged.
+- Units after numbers (and ``$`` before them) are read: a chain in one unit per dimension is
+  checked as written (``5 cm + 3 cm = 8 cm``, ``8 hours × 5 = 40 hours``); a sum or difference
+  of quantities in two units of one dimension is checked in the unit of its last number
+  (``3 hours + 30 minutes = 210 minutes``, ``$5 + 50 cents = 5.50 dollars``, ``2 km + 300
+  meters = 2300 meters``); any other mix (``3 hours × 20 = 60 minutes``, or a unit without a
+  fixed size: months, years, pounds) is left alone.
 - Bounded work: sides over 160 tokens, numbers over 60 digits, exponents that are not integers
-  or whose result would exceed 20,000 bits, and nesting deeper than 40 are skipped.
+  or whose result would exceed 20,000 bits, and nesting deeper than 40 are skipped; only
+  windows of 400 characters around relation signs are tokenised.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
+
+from misstep.rollouts._arithmetic import arithmetic_value
 
 __all__ = ["WrongCalculation", "check_step", "find_arithmetic_error"]
 
@@ -59,13 +72,56 @@ _TOKEN = re.compile(
 _HAS_RELATION = re.compile(r"=|≈|\\approx")
 # ASCII x or X between two numbers is a multiplication sign (250 x 2, 12X3); 2x = 10 is not.
 _ASCII_TIMES = re.compile(r"(?<=[\d)])(\s*)[xX](?=\s*[\d(])")
-# A unit after a number is not part of the arithmetic: 5 cm + 3 cm = 8 cm, 3 hours x 20.
+# A unit after a number is not part of the arithmetic: 5 cm + 3 cm = 8 cm, 3 hours x 20. It is
+# blanked before tokenising and kept (by the number's end) to read calculations that mix units.
 _UNIT = re.compile(
     r"(?<=\d)(\s*)(?:\\(?:text|mathrm|mbox)\{\s*)?"
-    r"(?:cm|mm|km|kg|mg|ml|lbs?|oz|ft|feet|inch(?:es)?|miles?|meters?|metres?|liters?|litres?"
-    r"|grams?|kilograms?|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?"
+    r"(?P<unit>cm|mm|km|kg|mg|ml|lbs?|oz|ft|feet|foot|inch(?:es)?|yards?|yds?|miles?"
+    r"|(?:kilo|centi|milli)?(?:meters?|metres?)|(?:milli)?(?:liters?|litres?)|gallons?"
+    r"|(?:kilo)?grams?|hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?"
     r"|dollars?|cents?|euros?|pounds?|units?|degrees?|mph|km/h)(?:\s*\})?(?![A-Za-z])"
 )
+# A dollar sign written before a number (\$5, $5) makes it dollars, for reading mixed units only.
+_DOLLAR_BEFORE = re.compile(r"\\?\$(?=\d)")
+
+
+def _unit_table() -> dict[str, tuple[str, Fraction | None]]:
+    """Each unit's spelling -> (dimension, size in the dimension's base unit; None where it has
+    no fixed size, such as a month, or is ambiguous, such as pounds of weight or money)."""
+    table: dict[str, tuple[str, Fraction | None]] = {}
+    sizes: list[tuple[str, str, str]] = [
+        ("time", "1", "s sec secs second seconds"),
+        ("time", "60", "min mins minute minutes"),
+        ("time", "3600", "hr hrs hour hours"),
+        ("time", "86400", "day days"),
+        ("time", "604800", "week weeks"),
+        ("time", "", "month months year years"),
+        ("length", "0.001", "mm millimeter millimeters millimetre millimetres"),
+        ("length", "0.01", "cm centimeter centimeters centimetre centimetres"),
+        ("length", "1", "meter meters metre metres"),
+        ("length", "1000", "km kilometer kilometers kilometre kilometres"),
+        ("length", "0.0254", "inch inches"),
+        ("length", "0.3048", "ft foot feet"),
+        ("length", "0.9144", "yd yds yard yards"),
+        ("length", "1609.344", "mile miles"),
+        ("mass", "0.001", "mg"),
+        ("mass", "1", "gram grams"),
+        ("mass", "1000", "kg kilogram kilograms"),
+        ("mass", "28.349523125", "oz"),
+        ("mass", "453.59237", "lb lbs"),
+        ("volume", "1", "ml milliliter milliliters millilitre millilitres"),
+        ("volume", "1000", "liter liters litre litres"),
+        ("volume", "3785.411784", "gallon gallons"),
+        ("money", "1", "cent cents"),
+        ("money", "100", "$ dollar dollars"),
+    ]
+    for dimension, size, spellings in sizes:
+        for spelling in spellings.split():
+            table[spelling] = (dimension, Fraction(size) if size else None)
+    return table
+
+
+_UNITS = _unit_table()
 
 _MATH = frozenset({"num", "eq", "approx", "pct", "op", "frac", "lp", "rp"})
 _TRANSPARENT = frozenset({"sp", "delim", "ign"})
@@ -120,6 +176,7 @@ _MAX_SIDE_TOKENS = 160
 _WINDOW = 400  # characters kept on each side of a relation sign
 _WIDEN = 40  # how far a window edge may move to reach a space
 _MAX_DIGITS = 60
+_MAX_CHARS = 16_000  # never binding: a side is at most _MAX_SIDE_TOKENS tokens
 _MAX_BITS = 20_000
 _MAX_DEPTH = 40
 _APPROX_REL = Fraction(5, 100)
@@ -161,150 +218,80 @@ def _tokenize(text: str) -> list[_Tok]:
     return toks
 
 
-class _Parser:
-    """Recursive descent over one side: expr := term (+|- term)*; term := unary ((*|/)? unary)*;
-    unary := -unary | power; power := postfix (^ unary)?; postfix := primary %?;
-    primary := number | ( expr ) | \\frac{expr}{expr}. Values are (Fraction, is_percentage)."""
+_OP_TEXT = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "^"}  # canonical op -> grader's text
 
-    __slots__ = ("depth", "pos", "toks")
 
-    def __init__(self, toks: list[tuple[str, str]]) -> None:
-        self.toks = toks
-        self.pos = 0
-        self.depth = 0
-
-    def peek(self) -> tuple[str, str]:
-        return self.toks[self.pos] if self.pos < len(self.toks) else ("end", "")
-
-    def parse(self) -> Fraction:
-        value, _ = self.expr()
-        if self.pos != len(self.toks):
-            raise _Unevaluable
-        return value
-
-    def expr(self) -> tuple[Fraction, bool]:
-        self.depth += 1
-        if self.depth > _MAX_DEPTH:
-            raise _Unevaluable
-        value, pct = self.term()
-        while True:
-            kind, text = self.peek()
-            if kind != "op" or _OP_CANON[text] not in "+-":
-                break
-            self.pos += 1
-            rhs, rpct = self.term()
-            if pct or rpct:  # 50 - 20%: of 50, or 0.2? ambiguous
-                raise _Unevaluable
-            value = value + rhs if _OP_CANON[text] == "+" else value - rhs
-        self.depth -= 1
-        return value, pct
-
-    def term(self) -> tuple[Fraction, bool]:
-        value, pct = self.unary()
-        while True:
-            kind, text = self.peek()
-            if kind == "op" and _OP_CANON[text] in "*/":
-                self.pos += 1
-                rhs, _ = self.unary()
-                if _OP_CANON[text] == "*":
-                    value *= rhs
-                elif rhs == 0:
-                    raise _Unevaluable
-                else:
-                    value /= rhs
-            elif kind == "lp" or kind == "frac":
-                # Implicit product 2(3+4); but 2\frac{1}{2} is a mixed number: skip it.
-                if kind == "frac" and self.toks[self.pos - 1][0] == "num":
-                    raise _Unevaluable
-                rhs, _ = self.unary()
-                value *= rhs
-            else:
-                return value, pct
-            pct = False
-            _check_size(value)
-
-    def unary(self) -> tuple[Fraction, bool]:
-        kind, text = self.peek()
-        if kind == "op" and _OP_CANON[text] == "-":
-            self.pos += 1
-            self.depth += 1
-            if self.depth > _MAX_DEPTH:
-                raise _Unevaluable
-            value, pct = self.unary()
-            self.depth -= 1
-            return -value, pct
-        return self.power()
-
-    def power(self) -> tuple[Fraction, bool]:
-        base, pct = self.postfix()
-        kind, text = self.peek()
-        if kind == "op" and _OP_CANON[text] == "^":
-            self.pos += 1
-            self.depth += 1
-            if self.depth > _MAX_DEPTH:
-                raise _Unevaluable
-            exponent, epct = self.unary()
-            self.depth -= 1
-            if epct or exponent.denominator != 1:
-                raise _Unevaluable
-            e = exponent.numerator
-            size = max(base.numerator.bit_length(), base.denominator.bit_length())
-            if abs(e) * size > _MAX_BITS or (base == 0 and e < 0):
-                raise _Unevaluable
-            return base**e, False
-        return base, pct
-
-    def postfix(self) -> tuple[Fraction, bool]:
-        value = self.primary()
-        if self.peek()[0] == "pct":
-            self.pos += 1
-            return value / 100, True
-        return value, False
-
-    def primary(self) -> Fraction:
-        kind, text = self.peek()
-        if kind == "num":
-            self.pos += 1
-            return _number(text)
-        if kind == "lp":
-            self.pos += 1
-            value, _ = self.expr()
-            if self.peek()[0] != "rp":
-                raise _Unevaluable
-            self.pos += 1
-            return value
-        if kind == "frac":
-            self.pos += 1
-            num = self.group()
-            den = self.group()
-            if den == 0:
-                raise _Unevaluable
-            return num / den
+def _digits(text: str) -> str:
+    """A number token without its thousands separators (``1{,}250`` -> ``1250``)."""
+    for separator in ("{,}", ",\\!", "\\,", ",", "\u2009", "\u202f"):
+        text = text.replace(separator, "")
+    if len(text) > _MAX_DIGITS:
         raise _Unevaluable
-
-    def group(self) -> Fraction:
-        if self.peek() != ("lp", "{"):
-            raise _Unevaluable
-        self.pos += 1
-        value, _ = self.expr()
-        if self.peek() != ("rp", "}"):
-            raise _Unevaluable
-        self.pos += 1
-        return value
-
-
-def _check_size(value: Fraction) -> None:
-    if value.numerator.bit_length() > _MAX_BITS or value.denominator.bit_length() > _MAX_BITS:
-        raise _Unevaluable
+    return text
 
 
 def _number(text: str) -> Fraction:
-    digits = text
-    for separator in ("{,}", ",\\!", "\\,", ",", "\u2009", "\u202f"):
-        digits = digits.replace(separator, "")
-    if len(digits) > _MAX_DIGITS:
-        raise _Unevaluable
-    return Fraction(digits)
+    return Fraction(_digits(text))
+
+
+def _expression(plain: list[tuple[str, str]]) -> str:
+    """One side as text in the grader's grammar (``rollouts._arithmetic``), so that the judge
+    reads it exactly as grading reads an answer: ``×``/``·``/``\\cdot`` are ``*``, ``÷`` is ``/``,
+    ``**`` is ``^``, brackets are parentheses, ``p%`` is ``(p/100)``. Raises ``_Unevaluable``
+    for what that grammar would read differently from the text: a percentage beside ``+`` or
+    ``-`` (``50 - 20%``: of 50, or 0.2?), a ``%`` after anything but a number, nesting deeper
+    than ``_MAX_DEPTH``."""
+    out: list[str] = []
+    depth = 0
+    last = len(plain) - 1
+    for i, (kind, text) in enumerate(plain):
+        if kind == "num":
+            digits = _digits(text)
+            if i < last and plain[i + 1][0] == "pct":
+                before = plain[i - 1] if i > 0 else None
+                after = plain[i + 2] if i + 2 <= last else None
+                binary_before = (
+                    before is not None
+                    and before[0] == "op"
+                    and _OP_CANON[before[1]] in "+-"
+                    and i >= 2
+                    and plain[i - 2][0] in _OPERAND_END
+                )
+                if binary_before or (
+                    after is not None and after[0] == "op" and _OP_CANON[after[1]] in "+-"
+                ):
+                    raise _Unevaluable
+                out.append(f"({digits}/100)")
+            else:
+                out.append(digits)
+        elif kind == "pct":
+            if i == 0 or plain[i - 1][0] != "num":
+                raise _Unevaluable
+        elif kind == "scaled":  # a number converted to another unit, already in the grammar
+            out.append(text)
+        elif kind == "op":
+            out.append(_OP_TEXT[_OP_CANON[text]])
+        elif kind == "frac":
+            out.append("\\frac")
+        elif kind == "lp":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                raise _Unevaluable
+            out.append("{" if text == "{" else "(")
+        elif kind == "rp":
+            depth -= 1
+            out.append("}" if text == "}" else ")")
+        else:
+            raise _Unevaluable
+    return "".join(out)
+
+
+def _value(plain: list[tuple[str, str]]) -> Fraction | None:
+    """The exact value of one side, computed by the grader's evaluator, or None."""
+    try:
+        return arithmetic_value(_expression(plain), max_chars=_MAX_CHARS, max_bits=_MAX_BITS)
+    except _Unevaluable:
+        return None
 
 
 @dataclass
@@ -450,7 +437,9 @@ def _is_markdown_star(tok: _Tok, neighbour: _Tok | None) -> bool:
     return tok[3] == neighbour[2] or neighbour[3] == tok[2]
 
 
-def _evaluate(side: _Side) -> None:
+def _evaluate(side: _Side, scale: dict[int, Fraction] | None = None) -> None:
+    """The side's value (each number times its factor in ``scale``, by start offset, when the
+    chain converts units) and what kind of side it is."""
     toks = side.toks
     if len(toks) > _MAX_SIDE_TOKENS:
         return
@@ -465,10 +454,18 @@ def _evaluate(side: _Side) -> None:
     else:
         side.has_op = any(k in ("op", "frac") for k in kinds) or "pct" in kinds
         side.rounded_operands = any(k == "num" and "." in t for k, t in plain)
-    try:
-        side.value = _Parser(plain).parse()
-    except (_Unevaluable, ValueError, ZeroDivisionError, OverflowError):
-        side.value = None
+    if scale:
+        try:
+            plain = [
+                ("scaled", f"({_digits(t)}*{scale[start].numerator}/{scale[start].denominator})")
+                if k == "num" and start in scale
+                else (k, t)
+                for k, t, start, _ in toks
+                if k not in _TRANSPARENT
+            ]
+        except _Unevaluable:
+            return
+    side.value = _value(plain)
 
 
 def _within(exact: Fraction, stated: Fraction, decimals: int) -> bool:
@@ -606,30 +603,79 @@ def check_step(text: str) -> tuple[str, str, str, str] | None:
     return None
 
 
-def _blank(match: re.Match[str]) -> str:
-    return " " * len(match.group())
-
-
-def _prepare(text: str) -> tuple[str, set[int]]:
+def _prepare(text: str) -> tuple[str, dict[int, str]]:
     """The text to tokenise, the same length as ``text`` (so that evidence is cut from the
-    original): units after numbers blanked, an ASCII x between numbers made a ×; and the end
-    offsets of the numbers that had a unit."""
-    unit_ends = {m.start() for m in _UNIT.finditer(text)}
-    text = _UNIT.sub(_blank, text)
-    return _ASCII_TIMES.sub(lambda m: m.group(1) + "×", text), unit_ends
+    original): units after numbers blanked, an ASCII x between numbers made a ×; and the unit
+    of each number that has one, by the number's end offset (a ``$`` before a number is
+    dollars, by the number's start offset, negated and less one so the keys never collide)."""
+    units: dict[int, str] = {}
+    if "$" in text:
+        for m in _DOLLAR_BEFORE.finditer(text):
+            units[-1 - m.end()] = "$"
+
+    def blank(match: re.Match[str]) -> str:
+        units[match.start()] = match.group("unit").lower()
+        return " " * len(match.group())
+
+    text = _UNIT.sub(blank, text)
+    return _ASCII_TIMES.sub(lambda m: m.group(1) + "×", text), units
+
+
+def _unit_of(tok: _Tok, units: dict[int, str]) -> str | None:
+    return units.get(tok[3]) or units.get(-1 - tok[2])
+
+
+def _conversion(toks: list[_Tok], units: dict[int, str]) -> tuple[dict[int, Fraction], str] | None:
+    """How to read the units of a chain's compared sides (``toks``): ``{}`` when they do not mix
+    two units of one dimension (read as written, units aside: 5 cm + 3 cm = 8 cm); the factor
+    turning each number into the unit of the last number when they are a sum or difference of
+    quantities in units of one dimension with fixed sizes (3 hours + 30 minutes = 210 minutes:
+    3 × 60 + 30); None when they mix units any other way (3 hours × 20 = 60 minutes): left
+    alone. With the factors comes the unit the values are then in ("" when none)."""
+    if not units:
+        return {}, ""
+    nums = [t for t in toks if t[0] == "num"]
+    found = {t[2]: _unit_of(t, units) for t in nums}
+    sizes = {u: _UNITS.get(u, (u, None)) for u in found.values() if u is not None}
+    dimensions = Counter(dimension for dimension, _ in sizes.values())
+    if all(count < 2 for count in dimensions.values()):
+        return {}, ""
+    target = found[nums[-1][2]]
+    if (
+        len(dimensions) != 1
+        or target is None
+        or any(u is None for u in found.values())
+        or any(size is None for _, size in sizes.values())
+        or any(
+            t[0] in ("pct", "frac") or (t[0] == "op" and _OP_CANON[t[1]] not in "+-") for t in toks
+        )
+    ):
+        return None
+    base = sizes[target][1]
+    scale: dict[int, Fraction] = {}
+    for start, unit in found.items():
+        size = sizes[unit or ""][1]
+        if unit != target and size is not None and base is not None:
+            scale[start] = size / base
+    return scale, "dollars" if target == "$" else target or ""
 
 
 def _check_window(text: str) -> tuple[str, str, str, str] | None:
-    prepared, unit_ends = _prepare(text)
+    prepared, units = _prepare(text)
     toks = _tokenize(prepared)
     for first, last, doubtful in _runs(toks):
         if not any(toks[i][0] in ("eq", "approx") for i in range(first, last + 1)):
             continue
         sides, approx, bullet = _sides(toks, first, last)
         head = sides[0]
-        if doubtful or (head is not None and len(head.toks) == 1 and head.end in unit_ends):
+        if doubtful or (head is not None and len(head.toks) == 1 and head.end in units):
             # "400 degrees = 20 + 8": a quantity named, not a calculation checked
             sides[0] = None
+        # the units of what is compared ("2.5 hours = 2.5 × 60 = 150 minutes" compares minutes)
+        conversion = _conversion([t for side in sides if side for t in side.toks], units)
+        if conversion is None:
+            continue  # units mixed in a way that is not read: left alone
+        scale, unit = conversion
         group_start: int | None = None
         group_has_op = False  # in 5 * 4 = 20 = 21 the bare 20 carries a computed value
         for i in range(len(approx)):
@@ -639,8 +685,8 @@ def _check_window(text: str) -> tuple[str, str, str, str] | None:
                 continue
             if group_start is None:
                 group_start, group_has_op = left.start, False
-                _evaluate(left)
-            _evaluate(right)
+                _evaluate(left, scale)
+            _evaluate(right, scale)
             if left.value is None or right.value is None:
                 group_start = None
                 continue
@@ -652,14 +698,14 @@ def _check_window(text: str) -> tuple[str, str, str, str] | None:
             if i == 0 and bullet is not None:
                 # "- 3 + 4 = 1": a bullet, or -3 + 4? Flag only if both readings are wrong.
                 signed = _Side([bullet, *left.toks])
-                _evaluate(signed)
+                _evaluate(signed, scale)
                 if _agree(signed, right, approx[i]):
                     continue
             return (
                 text[group_start : right.end],
                 text[left.start : left.end],
                 text[right.start : right.end],
-                _format(left.value),
+                f"{_format(left.value)} {unit}" if scale else _format(left.value),
             )
     return None
 

@@ -12,6 +12,7 @@ from misstep.judge._protocol import JudgeRequest, JudgeResult
 from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
 from misstep.labels._record import LabelStatus
 from misstep.prompts import prompt_hash
+from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy
 
 __all__ = ["MAX_TRACE_CHARS", "RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_rules_judge"]
@@ -21,9 +22,12 @@ RULES_JUDGE_CAPABILITIES = (
     "'a op b = c (= d ...)' with + - × * · / ÷ ^ (and an ASCII x or X between numbers), "
     "parentheses, \\frac/\\dfrac, decimals, thousands separators (1,000, 1{,}000, 5,\\!000, "
     "thin spaces), \\$ and units after numbers, percentages, inside $...$, \\(...\\) and "
-    "\\[...\\] and across a line break, in exact rational arithmetic, and reports the first "
-    "wrong one as 'arithmetic' with its step and the verbatim calculation. A stated decimal may "
-    "be rounded or truncated to its own precision; '≈' allows 5%. It cannot detect misread "
+    "\\[...\\] and across a line break, in exact rational arithmetic read as grading reads an "
+    "answer (6/2(1+2) is 1), and reports the first wrong one as 'arithmetic' with its step and "
+    "the verbatim calculation. A stated decimal may be rounded or truncated to its own "
+    "precision; '≈' allows 5%. A sum of quantities in two units of one dimension (3 hours + 30 "
+    "minutes = 210 minutes) is checked in the unit of its result; other unit mixes are left "
+    "alone. Traces over 2,000,000 characters are skipped. It cannot detect misread "
     "problems, misused theorems or formulas, broken derivations, algebra with variables, or "
     "calculations written in words; a trace where it finds nothing gets 'other' with "
     "confidence 0, which means undetermined, not error-free."
@@ -37,8 +41,9 @@ NO_ERROR_EXPLANATION = (
 _FALLBACK_KEYS = ("other", "undetermined")
 MAX_TRACE_CHARS = 2_000_000
 """A trace longer than this (2 MB of text) is skipped with a reason, not checked: bounded time
-and memory per trace whatever the input holds."""
-_OFF_LOOP_CHARS = 100_000  # longer traces are checked in a thread, so others keep flowing
+and memory per trace whatever the input holds. The label pipeline asks :meth:`RulesJudge.too_long`
+before it splits or renders the trace, so the limit applies before any per-character work."""
+_OFF_LOOP_CHARS = 20_000  # longer traces are checked in a thread, so others keep flowing
 
 
 class RulesJudge:
@@ -70,18 +75,21 @@ class RulesJudge:
         """Short id of this configuration."""
         return self._id
 
+    max_trace_chars = MAX_TRACE_CHARS
+    """The size limit, in characters (see ``MAX_TRACE_CHARS``)."""
+
+    def too_long(self, trace: Trace) -> JudgeResult | None:
+        """The ``skipped`` result of a trace over the size limit, else None. O(number of given
+        steps): it reads lengths only, so callers ask it before splitting the trace."""
+        size = sum(len(s) for s in trace.steps) if trace.steps else len(trace.response)
+        return _too_long(size, self.max_trace_chars) if size > self.max_trace_chars else None
+
     def label_steps(self, steps: list[str]) -> JudgeResult:
         """Label a trace given its steps (synchronous core of :meth:`judge`)."""
         start = time.perf_counter()
         size = sum(len(s) for s in steps)
-        if size > MAX_TRACE_CHARS:
-            return JudgeResult(
-                status=LabelStatus.SKIPPED,
-                reason=f"too long for the rules judge: {size:,} characters (limit "
-                f"{MAX_TRACE_CHARS:,})",
-                attempts=1,
-                latency_ms=(time.perf_counter() - start) * 1000.0,
-            )
+        if size > self.max_trace_chars:
+            return _too_long(size, self.max_trace_chars)
         found = find_arithmetic_error(steps)
         if found is None:
             label = self._label(
@@ -111,12 +119,23 @@ class RulesJudge:
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         """Label one trace from the steps it was shown. Never raises for trace content."""
+        early = self.too_long(request.trace)
+        if early is not None:
+            return early
         if sum(len(s) for s in request.steps) > _OFF_LOOP_CHARS:
             return await asyncio.to_thread(self.label_steps, request.steps)
         return self.label_steps(request.steps)
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _too_long(size: int, limit: int) -> JudgeResult:
+    return JudgeResult(
+        status=LabelStatus.SKIPPED,
+        reason=f"too long for the rules judge: {size:,} characters (limit {limit:,})",
+        attempts=1,
+    )
 
 
 def create_rules_judge(config: JudgeConfig, taxonomy: Taxonomy) -> RulesJudge:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import pandas as pd
@@ -83,6 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LabelProgress", "LabelRunSummary", "arun_labeling", "run_labeling"]
 
+_T = TypeVar("_T")
 REJECTS_FILE = "rejects.jsonl"
 NOT_SAMPLED = "not sampled"
 """Reason of the skipped record of a trace left out of the label budget."""
@@ -437,8 +438,23 @@ class _Run:
 
     async def build(self, trace: Trace, answer: str | None) -> StoredLabel:
         """The record of one trace, judged (not written: a Ray actor builds it too)."""
-        rendered = render_judge_prompt(
-            self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
+        # A judge's size limit applies before any per-character work (splitting, rendering).
+        too_long = getattr(self.judge, "too_long", None)
+        early: JudgeResult | None = too_long(trace) if too_long is not None else None
+        if early is not None:
+            return record_of(
+                trace, [early], [], judge=self.judge.judge_id, samples=self.config.samples,
+                order=self.order, attempts=early.attempts,
+            )  # fmt: skip
+        # Splitting and rendering are CPU work: a long trace is done in a worker thread so that
+        # the event loop keeps the other requests flowing.
+        rendered = await _off_loop(
+            _chars(trace),
+            render_judge_prompt,
+            self.taxonomy,
+            trace,
+            answer,
+            max_trace_tokens=self.config.max_trace_tokens,
         )
         steps = list(rendered.steps)
         schema = bounded_schema(self.schema, len(steps))
@@ -464,7 +480,9 @@ class _Run:
             results = [results[0], *results[0].choices]
         wall_ms = (time.perf_counter() - start) * 1000.0
         self._watch_server(results)
-        return record_of(
+        return await _off_loop(  # the evidence check reads the whole trace
+            _chars(trace),
+            record_of,
             trace,
             results,
             steps,
@@ -476,6 +494,21 @@ class _Run:
             trace_cut=rendered.trace_cut,
             inclusion_prob=None if self.inclusion is None else self.inclusion.get(trace.trace_id),
         )
+
+
+OFF_LOOP_CHARS = 20_000
+"""A trace with more characters than this is split, rendered and checked in a worker thread."""
+
+
+def _chars(trace: Trace) -> int:
+    return len(trace.response) + sum(len(s) for s in trace.steps or ())
+
+
+async def _off_loop(chars: int, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)``, in a worker thread when the trace it reads is long."""
+    if chars > OFF_LOOP_CHARS:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    return fn(*args, **kwargs)
 
 
 async def arun_labeling(

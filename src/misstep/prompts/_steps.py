@@ -56,43 +56,50 @@ def split_steps(trace: Trace | str) -> list[str]:
     return [s for s in steps if s]
 
 
+# The characters the rule looks at; everything between them is skipped by the regex engine, so
+# the Python loop runs once per special character, not once per character. Matched left to
+# right without overlap, exactly as a character loop would consume them: an escape takes two
+# characters (\\$, \\{, \\( ...), ``$$`` two, the rest one; a sentence end is ``.!?`` before a
+# space or a tab.
+_SPECIAL = re.compile(r"\\[\s\S]|\$\$?|[{}\n]|[.!?](?=[ \t])")
+_ABBREVIATION_CHARS = max(len(a) for a in _ABBREVIATIONS)
+_JOIN_CHARS = max(len(j) for j in _JOINS)
+
+
 def _sentences(text: str) -> list[str]:
-    """Lines and sentences of one paragraph, never cutting a formula (rule 3)."""
+    """Lines and sentences of one paragraph, never cutting a formula (rule 3). Linear in the
+    paragraph: each special character is looked at once, and each cut test looks only at the
+    few characters around it (never copies the text before or after it)."""
     cuts: list[int] = []
     dollars = 0  # inside $...$ (1) or $$...$$ (2)
     depth = 0  # braces, \( \), \[ \]
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\\" and i + 1 < n:
-            nxt = text[i + 1]
+    for match in _SPECIAL.finditer(text):
+        token = match.group()
+        ch = token[0]
+        if ch == "\\":
+            nxt = token[1]
             if nxt in "([":
                 depth += 1
             elif nxt in ")]":
                 depth = max(0, depth - 1)
-            i += 2  # an escaped character (\$, \{, \%) changes nothing else
-            continue
-        if ch == "$":
-            double = text.startswith("$$", i)
+            # an escaped character (\$, \{, \%) changes nothing else
+        elif ch == "$":
+            double = len(token) == 2
             if dollars == 0:
                 dollars = 2 if double else 1
             elif dollars == (2 if double else 1):
                 dollars = 0
-            i += 2 if double else 1
-            continue
-        if ch == "{":
+        elif ch == "{":
             depth += 1
         elif ch == "}":
             depth = max(0, depth - 1)
         elif dollars == 0 and depth == 0:
-            line_end = ch == "\n" and not _joined(text, i)
-            sentence_end = ch in ".!?" and i + 1 < n and text[i + 1] in " \t"
-            if line_end or (sentence_end and not _abbreviation(text, i)):
+            i = match.start()
+            if not (_joined(text, i) if ch == "\n" else _abbreviation(text, i)):
                 cuts.append(i + 1)
-        i += 1
     pieces: list[str] = []
     start = 0
-    for cut in [*cuts, n]:
+    for cut in [*cuts, len(text)]:
         piece = text[start:cut].strip()
         start = cut
         if piece:
@@ -101,26 +108,43 @@ def _sentences(text: str) -> list[str]:
 
 
 def _abbreviation(text: str, dot: int) -> bool:
-    """Whether the ``.`` at ``dot`` ends an abbreviation or a number's letter (``e.g.``)."""
+    """Whether the ``.`` at ``dot`` ends an abbreviation or a number's letter (``e.g.``).
+    Looks back a bounded number of characters (and over the spaces before an enumerator)."""
     start = dot
-    while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "."):
+    # the word before the dot: longer than any abbreviation means it is none
+    while (
+        start > 0
+        and dot - start <= _ABBREVIATION_CHARS
+        and (text[start - 1].isalpha() or text[start - 1] == ".")
+    ):
         start -= 1
-    word = text[start:dot].lower()
-    if word in _ABBREVIATIONS:
+    if dot - start <= _ABBREVIATION_CHARS and text[start:dot].lower() in _ABBREVIATIONS:
         return True
     digits = dot
-    while digits > 0 and text[digits - 1].isdigit():
+    while digits > 0 and dot - digits <= 2 and text[digits - 1].isdigit():
         digits -= 1
     if 0 < dot - digits <= 2:
         # "2. Then": an enumerator at a sentence start, not the end of "is 14. Next"
-        before = text[:digits].rstrip(" \t")
-        return not before or before[-1] in ".!?:\n"
+        before = _skip_back(text, digits)
+        return before == 0 or text[before - 1] in ".!?:\n"
     return False
+
+
+def _skip_back(text: str, end: int) -> int:
+    """The index after the last character before ``end`` that is not a space or a tab."""
+    while end > 0 and text[end - 1] in " \t":
+        end -= 1
+    return end
 
 
 def _joined(text: str, newline: int) -> bool:
     """Whether a line break sits inside a calculation: the line before ends with a relation or
-    an operator, or the next starts with one."""
-    before = text[:newline].rstrip(" \t")
-    after = text[newline + 1 :].lstrip(" \t")
-    return before.endswith(_JOINS) or after.startswith(_JOINS)
+    an operator, or the next starts with one (compared in place, without copying a line)."""
+    before = _skip_back(text, newline)
+    if text.endswith(_JOINS, max(0, before - _JOIN_CHARS), before):
+        return True
+    after = newline + 1
+    n = len(text)
+    while after < n and text[after] in " \t":
+        after += 1
+    return text.startswith(_JOINS, after)

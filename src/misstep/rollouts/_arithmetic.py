@@ -102,10 +102,13 @@ class _Fail(Exception):
 
 
 class _Parser:
-    __slots__ = ("exact", "mp", "point", "pos", "symbols", "tokens")
+    __slots__ = ("exact", "max_bits", "mp", "point", "pos", "symbols", "tokens")
 
-    def __init__(self, tokens: list[str], exact: bool, point: int = 0) -> None:
+    def __init__(
+        self, tokens: list[str], exact: bool, point: int = 0, max_bits: int = _MAX_BITS
+    ) -> None:
         self.tokens = tokens
+        self.max_bits = max_bits
         self.pos = 0
         self.exact = exact
         self.point = point
@@ -214,7 +217,7 @@ class _Parser:
             if base == 0 and e < 0:
                 raise _Fail
             size = max(base.numerator.bit_length(), base.denominator.bit_length())
-            if size * abs(e) > _MAX_BITS:
+            if size * abs(e) > self.max_bits:
                 raise _Fail
             return base**e
         if abs(exponent) > _MAX_EXPONENT or (base == 0 and exponent <= 0):
@@ -284,8 +287,8 @@ class _Parser:
         raise _Fail
 
 
-def _tokens(text: str) -> list[str] | None:
-    if not text or len(text) > _MAX_CHARS:
+def _tokens(text: str, max_chars: int = _MAX_CHARS) -> list[str] | None:
+    if not text or len(text) > max_chars:
         return None
     tokens = _TOKEN.findall(text)
     if "".join(tokens) != text:
@@ -293,8 +296,10 @@ def _tokens(text: str) -> list[str] | None:
     return tokens
 
 
-def _run(tokens: list[str], exact: bool, point: int = 0) -> tuple[Any, bool]:
-    parser = _Parser(tokens, exact, point)
+def _run(
+    tokens: list[str], exact: bool, point: int = 0, max_bits: int = _MAX_BITS
+) -> tuple[Any, bool]:
+    parser = _Parser(tokens, exact, point, max_bits)
     try:
         value = parser.expr()
     except (_Fail, ZeroDivisionError, OverflowError, ValueError, TypeError):
@@ -303,14 +308,21 @@ def _run(tokens: list[str], exact: bool, point: int = 0) -> tuple[Any, bool]:
     return (value if parser.pos == len(tokens) else None), parser.symbols
 
 
-def arithmetic_value(text: str) -> Fraction | None:
-    """The exact value of ``text`` when it is arithmetic without roots or π, else None."""
-    tokens = _tokens(text)
+def arithmetic_value(
+    text: str, *, max_chars: int = _MAX_CHARS, max_bits: int = _MAX_BITS
+) -> Fraction | None:
+    """The exact value of ``text`` when it is arithmetic without roots or π, else None.
+
+    ``max_chars`` and ``max_bits`` bound the work (the text's length, a power's size in bits);
+    grading uses the defaults. The rules judge reads calculations with this same function (one
+    reading of ``6/2(1+2)`` for answers and steps) and passes larger bounds, since a step's
+    ``3^{2021}`` is worth checking where an answer of that size is left to math-verify."""
+    tokens = _tokens(text, max_chars)
     if tokens is None or any(
         t in _IRRATIONAL or _is_variable(t) or _is_function(t) for t in tokens
     ):
         return None
-    value, _ = _run(tokens, exact=True)
+    value, _ = _run(tokens, exact=True, max_bits=max_bits)
     return value if isinstance(value, Fraction) else None
 
 
