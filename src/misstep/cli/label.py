@@ -17,6 +17,7 @@ from misstep.cli._options import (
     InputFormatOpt,
     MaxTokensOpt,
     ModelOpt,
+    NoCacheOpt,
     ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
@@ -116,6 +117,7 @@ def _label_on_ray(
     input_format: str | None,
     regrade: bool,
     add_judge: bool,
+    no_cache: bool,
 ) -> None:
     from misstep.pipelines._ray import _import_ray, label_with_ray
 
@@ -139,6 +141,7 @@ def _label_on_ray(
         input_format=input_format,
         regrade=regrade,
         add_judge=add_judge,
+        cache=not no_cache,
     )
     _print_summary(err_console, summary, taxonomy)
 
@@ -293,6 +296,7 @@ def label(
     ] = 6000,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
+    no_cache: NoCacheOpt = False,
     skip_invalid: Annotated[
         bool,
         typer.Option(
@@ -376,6 +380,7 @@ def label(
             input_format=input_format_value(input_format),
             regrade=regrade,
             add_judge=add_judge,
+            no_cache=no_cache,
         )
         return
     # Build (and probe) the judge before the progress bar: a dead server fails at once.
@@ -433,6 +438,7 @@ def label(
             add_judge=add_judge,
             per_checkpoint=per_checkpoint,
             pilot=pilot,
+            cache=not no_cache,
         )
         final_state = LabelProgress(done=summary.traces, resumed=summary.resumed)
         final_state.status_counts.update(summary.written_counts)

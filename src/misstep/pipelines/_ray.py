@@ -122,6 +122,7 @@ def label_with_ray(
     input_format: str | None = None,
     regrade: bool = False,
     add_judge: bool = False,
+    cache: bool = True,
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` on Ray (see the module docstring).
     Ray must be initialised (``ray.init(...)``) or it starts a local cluster."""
@@ -132,7 +133,9 @@ def label_with_ray(
     traces_path, run_dir = Path(traces_path), Path(run_dir)
     digest = input_digest(traces_path)
     _check_same_input(run_dir, traces_path, digest)
-    graded = load_graded(traces_path, input_format=input_format, regrade=regrade, digest=digest)
+    graded = load_graded(
+        traces_path, input_format=input_format, regrade=regrade, digest=digest, cache=cache
+    )
     judge = None if engine else create_judge(config, taxonomy)
     judge_id = judge.judge_id if judge is not None else _engine_judge_id(config, taxonomy)
     written: Counter[str] = Counter()
