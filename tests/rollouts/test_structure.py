@@ -18,8 +18,13 @@ from misstep.rollouts._structure import parse_structure
 
 
 def _verdict(a: str, b: str) -> bool | None:
-    fa, fb = cheap_fingerprint(canonical_key(a)), cheap_fingerprint(canonical_key(b))
-    assert fa is not None and fb is not None
+    """misstep's verdict without math-verify, or None (then math-verify is asked)."""
+    ka, kb = canonical_key(a), canonical_key(b)
+    if ka == kb:
+        return True
+    fa, fb = cheap_fingerprint(ka), cheap_fingerprint(kb)
+    if fa is None or fb is None:
+        return None
     return _fp_verdict(fa, fb)
 
 
@@ -84,6 +89,7 @@ def test_the_verdicts_match_math_verify() -> None:
         "(\\frac{1}{2}, 3)", "(0.5, 3)", "(0.5, 3]", "(5, \\infty)", "[5, \\infty)",
         "(\\sqrt{2}, 1)", "(1.41421356, 1)", "(1,1),(3,3)", "(3,3),(1,1)", "x=1, y=2",
         "a = 2, b = 1", "(-1, 0)", "-1, 0, 1", "\\{-1, 1, 0\\}", "(2\\pi, \\pi)",
+        "(1,2),(1,2)", "1", "2", "(1,1),(3,3)", "(1,1)",
     ]  # fmt: skip
     decided = 0
     for a in answers:
@@ -101,6 +107,9 @@ def test_structured_answers_need_no_math_verify() -> None:
     assert not answer_needs_math_verify(canonical_key("(\\frac{1}{3}, -2, 5)"))
     assert not answer_needs_math_verify(canonical_key("17.5\\%"))
     assert answer_needs_math_verify(canonical_key("\\pm 1, \\pm 7"))
+    # one number written twice is the set of that number, which math-verify compares with it
+    assert answer_needs_math_verify(canonical_key("1, 1"))
+    assert answer_needs_math_verify(canonical_key("[2, 2]"))
     # gold (1, 2): answers (1,2) in another form, (2,1) and a number; only (2,1) needs verify
     task = ProblemTask(
         gold="(1, 2)",
