@@ -384,10 +384,8 @@ def _cheap_struct(body: str) -> _Fp | None:
         if fp.text is not None and fp.text not in ("oo", "-oo"):
             return _UNKNOWN  # an atom with dots: math-verify's reading
         fps.append(fp)
-    values = [fp.value for fp in fps]
-    if all(v is not None and fp.exact for v, fp in zip(values, fps, strict=True)) and all(
-        _close(v, values[0], _EXACT_REL) for v in values if v is not None
-    ):
+    values = [fp.value for fp in fps if fp.exact and fp.value is not None]
+    if len(values) == len(fps) and all(_close(v, values[0], _EXACT_REL) for v in values):
         return _UNKNOWN  # 1,1 and [1,1] are the set {1}, which math-verify compares with 1
     struct = _Struct(structure.skeleton, keys, tuple(fps), structure.flat)
     return _Fp(structured=True, struct=struct)
