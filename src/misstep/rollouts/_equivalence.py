@@ -87,11 +87,8 @@ compared only with class representatives whose numeric value is near their own, 
 problems stay far below it; answers it leaves ungrouped are counted (``EquivalenceStats``)."""
 _PREFETCH_BATCH = 8  # answers per prefetch task
 _CHUNK_TASKS = 8  # problems per pool task: amortises pickling without starving a worker
-_GROW_BACKLOG = 4  # prefetch batches (of 8 answers) waiting on a one-worker pool before it gets
-# every worker
-_GROW_TASKS = 8  # problems for the pool above which it gets every worker...
-_GROW_COST = 32  # ...when they hold this many answers to parse: a new worker costs about a
-# second of CPU loading math-verify, more than a few parses save
+_GROW_BACKLOG = 3  # prefetch batches waiting on a one-worker pool before it gets every worker
+_GROW_TASKS = 8  # problems for the pool above which it gets every worker
 
 
 def is_rational_key(key: str) -> bool:
@@ -1029,8 +1026,7 @@ class EquivalenceChecker:
         single: dict[int, list[ProblemResult | None]] = {}
         pending: dict[Future[list[ProblemResult]], tuple[int, int | None]] = {}
 
-        grow = len(tasks) > _GROW_TASKS and sum(_cost(t) for t in tasks) >= _GROW_COST
-        if grow:
+        if len(tasks) > _GROW_TASKS:
             self._grow()
 
         def submit(index: int, part: list[ProblemTask], sub: int | None) -> None:
@@ -1040,7 +1036,7 @@ class EquivalenceChecker:
                 self.timeout_s,
                 self.max_cluster_pairs,
                 self.comparator,
-                workers=self._n_workers() if grow else 1,
+                workers=self._n_workers() if len(tasks) > _GROW_TASKS else 1,
             )
             pending[future] = (index, sub)
 
