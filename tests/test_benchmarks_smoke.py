@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -27,7 +28,9 @@ def _bench(script: str, *args: str, timeout: int = 300) -> Any:
 
 
 def test_bench_grading_smoke() -> None:
-    result = _bench("bench_grading.py", "--n", "1500", "--naive-n", "20", "--skip-real")
+    result = _bench(
+        "bench_grading.py", "--n", "1500", "--naive-n", "20", "--skip-real", "--skip-few"
+    )
     result = result["synthetic"]
     assert result["traces"] == 1500
     for key in ("seconds", "traces_per_s", "peak_rss_mb", "naive_traces_per_s", "speedup"):
@@ -60,6 +63,7 @@ def test_bench_grading_real_repeats_smoke(tmp_path: Path) -> None:
         str(real),
         "--real-repeats",
         "2",
+        "--skip-few",
     )
     assert result["real"]["traces"] == 48
     # 4, 2+2, \sqrt{16}, 4, 4 of every 8 are right
@@ -67,6 +71,100 @@ def test_bench_grading_real_repeats_smoke(tmp_path: Path) -> None:
     repeats = result["real_repeats"]
     assert len(repeats["runs"]) == 2
     assert repeats["speedup_min"] == min(r["speedup"] for r in repeats["runs"])
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+
+
+def test_bench_grading_few_samples_smoke(tmp_path: Path) -> None:
+    boxed = "So the answer is \\boxed{{{}}}."
+    pb = [  # problem a: gold from t0 (correct), samples t1 and t2; problem b: no correct one
+        {"trace_id": "t0", "problem_id": "a", "subset": "math", "correct": True},
+        {"trace_id": "t1", "problem_id": "a", "subset": "math", "correct": False},
+        {"trace_id": "t2", "problem_id": "a", "subset": "math", "correct": True},
+        {"trace_id": "t3", "problem_id": "b", "subset": "math", "correct": False},
+        {"trace_id": "t4", "problem_id": "b", "subset": "math", "correct": False},
+    ]
+    answers = ["(1, 2)", "(2, 1)", "\\left(1, 2\\right)", "3", "4"]
+    for row, answer in zip(pb, answers, strict=True):
+        row.update(response=boxed.format(answer), problem="?", gold_answer=None)
+    mrben = [
+        {
+            "trace_id": f"m{i}",
+            "problem_id": "m",
+            "source": "mrben_math",
+            "subset": "college_math",
+            "model": f"model{i}",
+            "gold_answer": "B",
+            "problem": "Pick one.\nOptions:\nA: 4\nB: 8",
+            "response": f"Step 1: ...\nSolution: {answer}",
+        }
+        # 8 is option B's text; the third solution is left out (2 per problem)
+        for i, answer in enumerate(["\\boxed{8}", "Choice_A", "Choice_B"])
+    ]
+    rg = [
+        {
+            "trace_id": f"r{i}",
+            "checkpoint": "c",
+            "step": 1,
+            "dataset": "aime24",
+            "problem_id": "r",
+            "sample_idx": i,
+            "gold_answer": "7.0",
+            "response": boxed.format(7 if i else 8),
+        }
+        for i in range(4)
+    ]
+    _write(tmp_path / "processbench" / "traces.jsonl", pb)
+    _write(tmp_path / "mrben" / "traces.jsonl", mrben)
+    _write(tmp_path / "reasoning_gym_eval" / "llama_rl_ckpts.jsonl.gz", rg)
+    result = _bench(
+        "bench_grading.py", "--n", "200", "--naive-n", "2", "--skip-real", "--data", str(tmp_path),
+        "--few-repeats", "2",
+    )  # fmt: skip
+    few = result["few_samples"]
+    assert few["traces_per_source"] == {"processbench": 2, "mrben": 2, "reasoning_gym": 4}
+    # 3 problems of 2 samples: a (gold (1, 2)), m, and r split into 2 pairs
+    assert few["problems"] == 4 and few["samples_per_problem"] == 2.0
+    # right: (1, 2) in another form, 8 (option B), and r's samples 1 to 3; wrong: (2, 1), A, 8
+    assert few["correct"] == 5
+    # math-verify does not map an option's text to its letter: that disagreement is listed
+    assert [d["trace_id"] for d in few["disagreements"]] == ["m0"]
+    assert len(few["runs"]) == 2 and few["speedup_min"] > 0
+    assert set(few["parts"]) == {"processbench", "mrben", "reasoning_gym"}
+
+
+def test_bench_link_smoke(tmp_path: Path) -> None:
+    rows = [
+        {
+            "checkpoint": f"step_{c}",
+            "step": c,
+            "problem_id": f"p{p}",
+            "sample_idx": s,
+            "gold_answer": "4",
+            "response": f"So \\boxed{{{4 if (p + s + c) % 3 else 5}}}.",
+        }
+        for c in (1, 2)
+        for p in range(3)
+        for s in range(4)
+    ]
+    _write(tmp_path / "real.jsonl", rows)
+    result = _bench(
+        "bench_link.py", "--checkpoints", "2", "--problems", "10", "--samples", "4",
+        "--replicas", "3", "--real", str(tmp_path / "real.jsonl"),
+    )  # fmt: skip
+    assert result["traces"] == 80
+    assert result["real"]["traces"] == 3 * 24
+    for case in (result, result["real"]):
+        assert case["voting_rows"] == 2  # one row per checkpoint, datasets pooled
+        assert case["report_seconds"] >= case["link_seconds"] > 0
 
 
 def test_bench_cache_smoke(tmp_path: object) -> None:

@@ -49,7 +49,6 @@ PUBLIC = {
         "extract_answer",
         "grade_traces",
         "input_digest",
-        "iter_outcomes",
         "load_graded",
         "read_traces",
         "repetition_score",

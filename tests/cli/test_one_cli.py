@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -250,3 +251,28 @@ def test_broken_files_are_exit_2_without_traceback(tmp_path: Path) -> None:
         result = runner.invoke(app, ["summary", str(path)])
         assert result.exit_code == 2, result.output
         assert words in result.stderr and "Traceback" not in result.output
+
+
+def _commands(group: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):  # a group (typer's click may be its own copy)
+            out.extend(_commands(command, f"{prefix}{name} "))
+        else:
+            out.append((prefix + name, command))
+    return out
+
+
+def test_every_command_that_reads_traces_takes_no_cache() -> None:
+    import typer.main
+
+    reading = []
+    for name, command in _commands(typer.main.get_command(app)):
+        params = {p.name for p in command.params}
+        # TRACES as the argument: the input graded through the cache (`agree --traces` reads
+        # rows only for their checkpoint and dataset: no grading, no cache)
+        if any(p.name == "traces" and p.param_type_name == "argument" for p in command.params):
+            reading.append(name)
+            assert "no_cache" in params, f"`misstep {name}` reads traces but has no --no-cache"
+    # label, select and batch export-requests got it last; the analysis commands had it
+    assert {"label", "select", "report", "voting", "summary"} <= set(reading)

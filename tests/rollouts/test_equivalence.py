@@ -130,8 +130,8 @@ def test_an_early_worker_nobody_needed_is_ended_without_waiting() -> None:
 
 
 def test_the_pool_grows_when_parse_work_queues_up() -> None:
-    # sets have no value of their own: each needs a math-verify parse
-    answers = [f"\\{{{k}, {k + 1}\\}}" for k in range(200)]
+    # unions of sets have no value of their own: each needs a math-verify parse
+    answers = [f"\\{{{k}, {k + 1}\\}} \\cup \\{{{k + 3}\\}}" for k in range(200)]
     with EquivalenceChecker(workers=2) as checker:
         checker.start()
         for text in answers:
@@ -141,5 +141,6 @@ def test_the_pool_grows_when_parse_work_queues_up() -> None:
         assert len(fingerprints) == 200
         assert all(fp.structured for fp in fingerprints.values())
         # a later solve uses the grown pool and still gives the right verdicts
-        out = checker.compare_pairs([("\\{1, 2\\}", "\\{2, 1\\}"), ("\\{1, 2\\}", "\\{1, 3\\}")])
-    assert out == {("\\{1, 2\\}", "\\{2, 1\\}"): True, ("\\{1, 2\\}", "\\{1, 3\\}"): False}
+        a, b, c = "\\{1, 2\\} \\cup \\{4\\}", "\\{4, 2, 1\\}", "\\{1, 3\\} \\cup \\{4\\}"
+        out = checker.compare_pairs([(a, b), (a, c)])
+    assert out == {(a, b): True, (a, c): False}

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from misstep.errors import InputError
-from misstep.rollouts import GRADED_COLUMNS, Outcome, Trace, grade_traces, iter_outcomes
+from misstep.rollouts import GRADED_COLUMNS, Trace, grade_traces
 
 
 def _t(i: int, response: str, **kw: Any) -> Trace:
@@ -108,24 +108,6 @@ def test_correct_without_answer_votes_for_the_gold_class() -> None:
     assert frame.loc[0, "answer_class"] == "q:5"
     assert frame.loc[1, "answer_class"] == "<correct>"
     assert pd.isna(grade_traces([_t(0, "x", gold_answer="1")], workers=1).loc[0, "answer_class"])
-
-
-def test_iter_outcomes_streams_in_order() -> None:
-    traces = [
-        _t(0, "\\boxed{\\sqrt{4}}", gold_answer="2"),  # sqrt(4) = 2 through math-verify
-        _t(1, "\\boxed{1}", gold_answer="2"),
-        _t(2, "\\boxed{1}", finish_reason="length", gold_answer="1"),
-        _t(3, "nothing", gold_answer="2"),
-        _t(4, "\\boxed{1}", correct=True),
-    ]
-    got = [(t.sample_idx, o, a) for t, o, a in iter_outcomes(traces, workers=1, chunk_size=2)]
-    assert got == [
-        (0, Outcome.CORRECT, "\\sqrt{4}"),
-        (1, Outcome.WRONG, "1"),
-        (2, Outcome.TRUNCATED, None),
-        (3, Outcome.NO_ANSWER, None),
-        (4, Outcome.CORRECT, "1"),
-    ]
 
 
 def _reasoning_gym(shared_data: Path) -> tuple[Path, list[bool]]:

@@ -14,6 +14,7 @@ from misstep.cli._options import (
     ChatTemplateKwargsOpt,
     InputFormatOpt,
     MaxTokensOpt,
+    NoCacheOpt,
     ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
@@ -64,6 +65,7 @@ def export_requests(
     ] = None,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
+    no_cache: NoCacheOpt = False,
     add_judge: AddJudgeOpt = False,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
@@ -99,6 +101,7 @@ def export_requests(
         input_format=input_format_value(input_format),
         regrade=regrade,
         add_judge=add_judge,
+        cache=not no_cache,
     )
     err_console.print(
         f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "

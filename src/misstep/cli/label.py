@@ -17,6 +17,7 @@ from misstep.cli._options import (
     InputFormatOpt,
     MaxTokensOpt,
     ModelOpt,
+    NoCacheOpt,
     ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
@@ -122,6 +123,7 @@ def _label_on_ray(
     per_checkpoint: int | None,
     pilot: int | None,
     skip_invalid: bool,
+    no_cache: bool,
 ) -> None:
     from misstep.pipelines._ray import _import_ray, label_with_ray
 
@@ -149,6 +151,7 @@ def _label_on_ray(
         per_checkpoint=per_checkpoint,
         pilot=pilot,
         skip_invalid=skip_invalid,
+        cache=not no_cache,
     )
     _print_summary(err_console, summary, taxonomy)
 
@@ -303,6 +306,7 @@ def label(
     ] = 6000,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
+    no_cache: NoCacheOpt = False,
     skip_invalid: Annotated[
         bool,
         typer.Option(
@@ -400,6 +404,7 @@ def label(
             per_checkpoint=per_checkpoint,
             pilot=pilot,
             skip_invalid=skip_invalid,
+            no_cache=no_cache,
         )
         return
     # Build (and probe) the judge before the progress bar: a dead server fails at once.
@@ -457,6 +462,7 @@ def label(
             add_judge=add_judge,
             per_checkpoint=per_checkpoint,
             pilot=pilot,
+            cache=not no_cache,
         )
         final_state = LabelProgress(done=summary.traces, resumed=summary.resumed)
         final_state.status_counts.update(summary.written_counts)

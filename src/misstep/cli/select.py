@@ -16,6 +16,7 @@ from misstep.cli._options import (
     InputFormatOpt,
     MaxTokensOpt,
     ModelOpt,
+    NoCacheOpt,
     RegradeOpt,
     SeedOpt,
     TaxonomyOpt,
@@ -112,6 +113,7 @@ def select(
     seed: SeedOpt = 0,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
+    no_cache: NoCacheOpt = False,
     output: Annotated[
         SelectFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
     ] = SelectFormat.table,
@@ -148,12 +150,15 @@ def select(
         max_candidates=max_candidates,
         input_format=fmt,
         regrade=regrade,
+        cache=not no_cache,
     )
     err_console.print(
         f"{summary.failures} majority-vote failure(s); {summary.written} selected now, "
         f"{summary.resumed} already selected by {summary.judge}"
     )
-    frame = selection_table(load_graded(traces, input_format=fmt, regrade=regrade).table, out)
+    frame = selection_table(
+        load_graded(traces, input_format=fmt, regrade=regrade, cache=not no_cache).table, out
+    )
     if output is SelectFormat.json:
         typer.echo(json.dumps(selection_json(frame), indent=2))
         return

@@ -192,14 +192,9 @@ def write_run_report(
                 labels=analysis.labels,
                 voting=voting,
                 curves=curves,
-                voting_omitted=len(graded) > REPORT_VOTING_MAX_TRACES,
             )
         )
     return written
-
-
-REPORT_VOTING_MAX_TRACES = 200_000
-"""Above this many traces the report leaves out the table of other aggregators."""
 
 
 def _voting_and_curves(
@@ -209,10 +204,7 @@ def _voting_and_curves(
     pass@k / maj@k curves (k = 1, 2, 4, ... up to the fewest samples of a problem)."""
     n_min = int(graded.groupby(["checkpoint", "dataset", "problem_id"]).size().min())
     ks = [2**i for i in range(n_min.bit_length()) if 2**i <= n_min]
-    # The voting table walks every problem in Python (about 5 minutes for 800,000 traces):
-    # past REPORT_VOTING_MAX_TRACES the report leaves it to `misstep voting` and says so.
-    voting = (
-        voting_table(graded, k, by_dataset=False) if len(graded) <= REPORT_VOTING_MAX_TRACES else []
-    )
+    # At any size: the table takes seconds (benchmarks/bench_link.py, 700,000 traces).
+    voting = voting_table(graded, k, by_dataset=False)
     curves = vote_metrics(graded, ks, by_dataset=False, n_boot=10)
     return voting, curves

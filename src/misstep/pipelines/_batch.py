@@ -224,6 +224,7 @@ def export_requests(
     input_format: str | None = None,
     regrade: bool = False,
     add_judge: bool = False,
+    cache: bool = True,
 ) -> ExportSummary:
     """Write ``RUN_DIR/requests.jsonl`` (and ``.parquet``) and the run's manifest (see the
     module docstring)."""
@@ -232,7 +233,9 @@ def export_requests(
     model = str(config.model)
     digest = input_digest(traces_path)
     _check_same_input(run_dir, traces_path, digest)
-    graded = load_graded(traces_path, input_format=input_format, regrade=regrade, digest=digest)
+    graded = load_graded(
+        traces_path, input_format=input_format, regrade=regrade, digest=digest, cache=cache
+    )
     jid = _judge_id(config, taxonomy)
     schema = label_json_schema(taxonomy)
     with run_dir_lock(run_dir):

@@ -527,6 +527,7 @@ async def arun_labeling(
     add_judge: bool = False,
     per_checkpoint: int | None = None,
     pilot: int | None = None,
+    cache: bool = True,
 ) -> LabelRunSummary:
     """The async form of :func:`run_labeling`."""
     traces_path = Path(traces_path)
@@ -554,6 +555,7 @@ async def arun_labeling(
         add_judge=add_judge,
         per_checkpoint=per_checkpoint,
         pilot=pilot,
+        cache=cache,
     )
 
 
@@ -573,6 +575,7 @@ async def _arun(
     add_judge: bool,
     per_checkpoint: int | None,
     pilot: int | None,
+    cache: bool,
 ) -> LabelRunSummary:
     start = time.perf_counter()
     digest = input_digest(traces_path)
@@ -583,7 +586,12 @@ async def _arun(
     # Outcomes come from the input's one graded table (cached), the same every command uses.
     try:
         graded = load_graded(
-            traces_path, input_format=input_format, regrade=regrade, rejects=rejects, digest=digest
+            traces_path,
+            input_format=input_format,
+            regrade=regrade,
+            rejects=rejects,
+            digest=digest,
+            cache=cache,
         )
     except BaseException:
         await judge.aclose()
@@ -771,6 +779,7 @@ def run_labeling(
     add_judge: bool = False,
     per_checkpoint: int | None = None,
     pilot: int | None = None,
+    cache: bool = True,
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
 
@@ -796,5 +805,6 @@ def run_labeling(
             add_judge=add_judge,
             per_checkpoint=per_checkpoint,
             pilot=pilot,
+            cache=cache,
         )
     )

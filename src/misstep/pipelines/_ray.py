@@ -163,6 +163,7 @@ def label_with_ray(
     per_checkpoint: int | None = None,
     pilot: int | None = None,
     skip_invalid: bool = False,
+    cache: bool = True,
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` on Ray (see the module docstring).
     Ray must be initialised (``ray.init(...)``) or it starts a local cluster."""
@@ -184,7 +185,12 @@ def label_with_ray(
     rejects = RejectSink(run_dir / REJECTS_FILE, source=traces_path) if skip_invalid else None
     try:
         graded = load_graded(
-            traces_path, input_format=input_format, regrade=regrade, rejects=rejects, digest=digest
+            traces_path,
+            input_format=input_format,
+            regrade=regrade,
+            rejects=rejects,
+            digest=digest,
+            cache=cache,
         )
     finally:
         if rejects is not None:

@@ -195,6 +195,7 @@ def run_selection(
     max_candidate_chars: int = 6000,
     input_format: str | None = None,
     regrade: bool = False,
+    cache: bool = True,
 ) -> SelectionSummary:
     """Select among the distinct answers of every majority-vote failure (module docstring)."""
     from misstep.judge import create_judge
@@ -210,7 +211,9 @@ def run_selection(
     traces_path, run_dir = Path(traces_path), Path(run_dir)
     digest = input_digest(traces_path)
     _check_same_input(run_dir, traces_path, digest)
-    graded = load_graded(traces_path, input_format=input_format, regrade=regrade, digest=digest)
+    graded = load_graded(
+        traces_path, input_format=input_format, regrade=regrade, digest=digest, cache=cache
+    )
     stats = problem_stats(graded.table)
     failures = stats.loc[stats["majority_failure"].astype(bool)]
     keys = [

@@ -287,13 +287,12 @@ def render_report(
     title: str = "misstep: why majority voting failed",
     voting: Sequence[VotingRow] = (),
     curves: Sequence[CheckpointMetrics] = (),
-    voting_omitted: bool = False,
 ) -> str:
     """The report as one HTML string. ``traces`` (trace id to Trace) and ``labels`` supply the
     text, evidence and explanations of the failures shown in the browser; without them the
     browser lists the failures and their trace ids only. ``voting`` (``metrics.voting_table``)
-    adds the table of other aggregators (``voting_omitted``: a note that it was left out for size),
-    ``curves`` (``vote_metrics`` over many k) the figure of pass@k and maj@k against k."""
+    adds the table of other aggregators, ``curves`` (``vote_metrics`` over many k) the figure
+    of pass@k and maj@k against k."""
     env = Environment(
         loader=PackageLoader("misstep.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -322,7 +321,6 @@ def render_report(
         n_failures_total=len(result.failures),
         n_failures_shown=len(failures),
         voting=list(voting),
-        voting_omitted=voting_omitted,
     )
 
 

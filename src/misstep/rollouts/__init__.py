@@ -3,7 +3,7 @@
 from misstep.rollouts._equivalence import EquivalenceChecker, answers_equivalent
 from misstep.rollouts._extract import Extraction, extract_answer
 from misstep.rollouts._formats import INPUT_FORMATS
-from misstep.rollouts._grade import GradeStats, grade_traces, iter_outcomes, repetition_score
+from misstep.rollouts._grade import GradeStats, grade_traces, repetition_score
 from misstep.rollouts._normalize import canonical_key
 from misstep.rollouts._readers import read_traces
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
@@ -41,7 +41,6 @@ __all__ = [
     "extract_answer",
     "grade_traces",
     "input_digest",
-    "iter_outcomes",
     "load_graded",
     "read_traces",
     "repetition_score",

@@ -62,7 +62,8 @@ from types import FrameType
 from typing import Any, Protocol
 
 from misstep.rollouts._arithmetic import POINTS, numeric_value, numeric_values
-from misstep.rollouts._normalize import canonical_key
+from misstep.rollouts._normalize import canonical_key, exact_rational
+from misstep.rollouts._structure import parse_structure
 
 __all__ = [
     "DECIMAL_REL_TOL",
@@ -183,6 +184,23 @@ class _Fp:
     points: tuple[complex, ...] | None = None
     """Its values at each of ``_arithmetic.POINTS`` points (the first is ``value``), when misstep's
     own parser computed them: two such answers are equal when all their values are."""
+    struct: _Struct | None = None
+    """Its skeleton and its atoms' keys and fingerprints, when it is made of elements that
+    misstep's own parser values (``_structure``; then ``structured`` is set too)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Struct:
+    """An answer made of elements (``_structure.Structure``) with its atoms valued."""
+
+    skeleton: str
+    """The answer with each atom replaced by ``#``."""
+    keys: tuple[str, ...]
+    """Each atom's canonical key."""
+    fps: tuple[_Fp, ...]
+    """Each atom's fingerprint (``cheap_fingerprint``)."""
+    flat: bool
+    """A list or set of atoms, compared as a set."""
 
 
 _UNKNOWN = _Fp()
@@ -323,6 +341,15 @@ def cheap_fingerprint(key: str) -> _Fp | None:
         return _Fp(text=infinity)
     if any(dots in body for dots in _ELLIPSES):
         return _Fp(text=key)
+    if body.endswith("%"):
+        percent = exact_rational(body[:-1])
+        if percent is None:
+            return None
+        # as math-verify reads "8%": 0.08, or 8 where that suits the other side
+        return _Fp(complex(float(percent) / 100), alt=complex(float(percent)))
+    struct = _cheap_struct(body)
+    if struct is not None:
+        return struct if struct.struct is not None else None
     if "=" in body:
         sides = [numeric_value(side) for side in body.split("=")]
         if any(side is None for side in sides):
@@ -339,6 +366,65 @@ def cheap_fingerprint(key: str) -> _Fp | None:
         return _Fp(huge=True) if not symbols else None
     # 2\sqrt{3}, 27/2\pi, z^2+40: valued without a parse
     return _Fp(values[0], exact=not symbols, points=values if symbols else values * POINTS)
+
+
+def _cheap_struct(body: str) -> _Fp | None:
+    """For an answer made of elements: its fingerprint when every atom has one of misstep's
+    own (a number, an expression, an infinity), ``_UNKNOWN`` when one has not (math-verify
+    reads it then), None when it is not made of elements."""
+    structure = parse_structure(body)
+    if structure is None:
+        return None
+    keys = tuple(canonical_key(atom) for atom in structure.atoms)
+    fps: list[_Fp] = []
+    for key in keys:
+        fp = None if is_word_key(key) or "," in key else cheap_fingerprint(key)
+        if fp is None or fp.struct is not None or fp.equation or fp.huge:
+            return _UNKNOWN
+        if fp.text is not None and fp.text not in ("oo", "-oo"):
+            return _UNKNOWN  # an atom with dots: math-verify's reading
+        fps.append(fp)
+    values = [fp.value for fp in fps if fp.exact and fp.value is not None]
+    if len(values) == len(fps) and all(_close(v, values[0], _EXACT_REL) for v in values):
+        return _UNKNOWN  # 1,1 and [1,1] are the set {1}, which math-verify compares with 1
+    struct = _Struct(structure.skeleton, keys, tuple(fps), structure.flat)
+    return _Fp(structured=True, struct=struct)
+
+
+def _atom_verdict(a_key: str, a: _Fp, b_key: str, b: _Fp) -> bool | None:
+    verdict = keys_decide(a_key, b_key)
+    return verdict if verdict is not None else _fp_verdict(a, b)
+
+
+def _struct_verdict(a: _Struct, b: _Struct) -> bool | None:
+    """Two answers made of elements, without math-verify, or None (then ``verify``):
+
+    - different when a number (an atom without variables) of one has no number within
+      ``_LOOSE_REL`` among the other's atoms: math-verify matches elements by value, and no
+      reading of brackets (tuple, interval, set) pairs a number with an element far from it;
+    - equal when the skeletons are the same and the atoms are equal in order, or when both
+      are lists or sets of atoms and every atom of each equals an atom of the other (sets:
+      math-verify compares ``1, 2`` and ``\\{2, 1\\}`` as sets).
+    """
+    numbers_a = [fp.value for fp in a.fps if fp.exact and fp.value is not None]
+    numbers_b = [fp.value for fp in b.fps if fp.exact and fp.value is not None]
+    for mine, theirs in ((numbers_a, numbers_b), (numbers_b, numbers_a)):
+        for value in mine:
+            if not any(_close(value, other) for other in theirs):
+                return False
+    if a.skeleton == b.skeleton and all(
+        _atom_verdict(ka, fa, kb, fb)
+        for ka, fa, kb, fb in zip(a.keys, a.fps, b.keys, b.fps, strict=True)
+    ):
+        return True
+    if a.flat and b.flat:
+        atoms_a = list(zip(a.keys, a.fps, strict=True))
+        atoms_b = list(zip(b.keys, b.fps, strict=True))
+        if all(
+            any(_atom_verdict(ka, fa, kb, fb) for kb, fb in atoms_b) for ka, fa in atoms_a
+        ) and all(any(_atom_verdict(kb, fb, ka, fa) for ka, fa in atoms_a) for kb, fb in atoms_b):
+            return True
+    return None
 
 
 class _CustomBackend:
@@ -486,6 +572,8 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
         return False
     if (a.huge and b.value is not None) or (b.huge and a.value is not None):
         return False
+    if a.struct is not None and b.struct is not None:
+        return _struct_verdict(a.struct, b.struct)
     if a.value is None or b.value is None:
         return None
     if a.equation and b.equation:

@@ -12,8 +12,7 @@ Rules, in order, for one trace:
 4. Otherwise: no answer gives ``no_answer``; an answer is compared with ``gold_answer``
    (``misstep.rollouts._equivalence``) and is ``correct`` or ``wrong``.
 5. A row with an answer but neither a grade nor a gold answer cannot be graded:
-   ``grade_traces`` raises :class:`~misstep.errors.InputError` saying how many rows lack both
-   (``iter_outcomes`` raises on the first one).
+   ``grade_traces`` raises :class:`~misstep.errors.InputError` saying how many rows lack both.
 
 ``answer_class``: the answers of one (dataset, problem_id), across all checkpoints, are grouped
 by equivalence (``misstep.rollouts._equivalence``: canonical keys, numeric fingerprints, and
@@ -40,9 +39,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -66,7 +64,6 @@ __all__ = [
     "REPETITION_WORDS",
     "GradeStats",
     "grade_traces",
-    "iter_outcomes",
     "repetition_score",
 ]
 
@@ -430,50 +427,3 @@ def _classes(
                 if gold_key is not None and equal is not None:
                     checker.remember(gold_key, key, bool(equal))
     return class_of, gold_equal
-
-
-def iter_outcomes(
-    traces: Iterable[Trace],
-    *,
-    regrade: bool = False,
-    workers: int | None = None,
-    timeout_s: float = 5.0,
-    chunk_size: int = 2048,
-) -> Iterator[tuple[Trace, Outcome, str | None]]:
-    """Stream ``(trace, outcome, answer)`` in input order, grading ``chunk_size`` traces at a
-    time (same rules as ``grade_traces``; a row with neither grade nor gold raises at once).
-    Equivalence results are cached across chunks."""
-    iterator = iter(traces)
-    with EquivalenceChecker(workers=workers, timeout_s=timeout_s) as checker:
-        while True:
-            chunk = list(islice(iterator, chunk_size))
-            if not chunk:
-                return
-            decided: list[tuple[Outcome | None, str | None]] = []
-            pairs: list[tuple[str, str]] = []
-            for trace in chunk:
-                if trace.finish_reason == "length":
-                    decided.append((Outcome.TRUNCATED, None))
-                    continue
-                answer = _answer_of(trace)
-                grade = _user_grade(trace, regrade)
-                if grade is not None:
-                    outcome = Outcome.CORRECT if grade else Outcome.WRONG
-                    decided.append((outcome if grade or answer else Outcome.NO_ANSWER, answer))
-                elif answer is None:
-                    decided.append((Outcome.NO_ANSWER, None))
-                elif trace.gold_answer is None:
-                    raise InputError(
-                        f"trace {trace.trace_id!r} has an answer but neither gold_answer "
-                        "nor correct, so it cannot be graded",
-                        hint=_HINT_NO_GOLD,
-                    )
-                else:
-                    decided.append((None, answer))
-                    pairs.append((trace.gold_answer, answer))
-            equal = checker.compare_pairs(pairs) if pairs else {}
-            for trace, (decision, answer) in zip(chunk, decided, strict=True):
-                if decision is None:
-                    ok = equal[(trace.gold_answer or "", answer or "")]
-                    decision = Outcome.CORRECT if ok else Outcome.WRONG
-                yield trace, decision, answer

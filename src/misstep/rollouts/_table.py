@@ -44,8 +44,9 @@ __all__ = [
     "load_graded",
 ]
 
-GRADER_VERSION = 5
-"""Bumped whenever a grading rule changes, so that no stale table is ever read."""
+GRADER_VERSION = 6
+"""Bumped whenever a grading rule changes, so that no stale table is ever read (6: answers made
+of elements and percentages compared by misstep's own rules, ``_structure``)."""
 CACHE_FORMAT_VERSION = 1
 _CHUNK = 1 << 20
 

@@ -1,0 +1,129 @@
+"""Answers made of elements (tuples, intervals, sets, lists) compared without math-verify."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from misstep.rollouts import canonical_key
+from misstep.rollouts._equivalence import (
+    ProblemTask,
+    _fp_verdict,
+    answer_needs_math_verify,
+    cheap_fingerprint,
+    solve_here,
+)
+from misstep.rollouts._structure import parse_structure
+
+
+def _verdict(a: str, b: str) -> bool | None:
+    """misstep's verdict without math-verify, or None (then math-verify is asked)."""
+    ka, kb = canonical_key(a), canonical_key(b)
+    if ka == kb:
+        return True
+    fa, fb = cheap_fingerprint(ka), cheap_fingerprint(kb)
+    if fa is None or fb is None:
+        return None
+    return _fp_verdict(fa, fb)
+
+
+@pytest.mark.parametrize(
+    ("body", "skeleton", "atoms", "flat"),
+    [
+        ("(1,2)", "(#,#)", ("1", "2"), False),
+        ("[0,3)", "[#,#)", ("0", "3"), False),
+        ("\\{1,2\\}", "\\{#,#\\}", ("1", "2"), True),
+        ("1,2;5", "#,#,#", ("1", "2", "5"), True),
+        ("(1,1),(3,3)", "(#,#),(#,#)", ("1", "1", "3", "3"), False),
+        ("a=\\frac{2}{5},b=10", "#=#,#=#", ("a", "\\frac{2}{5}", "b", "10"), False),
+        # a bracket without a comma inside is part of an atom
+        ("(4,\\log_{10}(2))", "(#,#)", ("4", "\\log_{10}(2)"), False),
+    ],
+)
+def test_parse_structure(body: str, skeleton: str, atoms: tuple[str, ...], flat: bool) -> None:
+    got = parse_structure(body)
+    assert got is not None
+    assert (got.skeleton, got.atoms, got.flat) == (skeleton, atoms, flat)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["5", "(5)", "\\{5\\}", "(1,2)\\cup(3,4)", "\\pm1,\\pm7", "1\\leqx<3", "(1,2", "1,,2", "8%"],
+)
+def test_parse_structure_leaves_other_forms_to_math_verify(body: str) -> None:
+    # one element, {5} (math-verify's 5), unions, ±, inequalities, unbalanced, empty element
+    assert parse_structure(body) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("(1, 2)", "\\left(1, 2\\right)", True),  # the same key
+        ("(\\frac{1}{3}, -2, 5)", "(1/3, -2, 5)", True),  # same skeleton, atoms equal
+        ("1, 2", "\\{2, 1\\}", True),  # lists and sets compare as sets
+        ("\\frac{1}{2}, 3", "0.5, 3", True),
+        ("(5, \\infty)", "(5, 6)", False),  # 6 has no partner
+        ("1, 3", "1, 4", False),
+        ("(1,2),(3,4)", "(1,2),(3,5)", False),
+        ("0.333, 1", "\\frac{1}{3}, 1", False),  # 0.333 is 1e-3 from 1/3: beyond 1e-4
+        ("(1, 2)", "(2, 1)", None),  # same numbers, other order: math-verify decides
+        ("(1, 2)", "[1, 2]", None),
+        ("(1, 2)", "\\{1, 2\\}", None),
+        ("x=1, y=2", "(1, 2)", None),  # variables are not numbers
+        ("(1, 2)", "3", False),  # several elements never equal one number
+    ],
+)
+def test_struct_verdicts(a: str, b: str, expected: bool | None) -> None:
+    assert _verdict(a, b) is expected
+    assert _verdict(b, a) is expected
+
+
+def test_the_verdicts_match_math_verify() -> None:
+    """Every verdict the structure rules give is math-verify's (an independent method)."""
+    from math_verify import parse, verify
+
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
+    answers = [
+        "(1, 2)", "(2, 1)", "[1, 2]", "1, 2", "\\{2, 1\\}", "(1, 2, 3)", "1, 2, 2",
+        "(\\frac{1}{2}, 3)", "(0.5, 3)", "(0.5, 3]", "(5, \\infty)", "[5, \\infty)",
+        "(\\sqrt{2}, 1)", "(1.41421356, 1)", "(1,1),(3,3)", "(3,3),(1,1)", "x=1, y=2",
+        "a = 2, b = 1", "(-1, 0)", "-1, 0, 1", "\\{-1, 1, 0\\}", "(2\\pi, \\pi)",
+        "(1,2),(1,2)", "1", "2", "(1,1),(3,3)", "(1,1)",
+    ]  # fmt: skip
+    decided = 0
+    for a in answers:
+        for b in answers:
+            mine = _verdict(a, b)
+            if mine is None:
+                continue
+            decided += 1
+            theirs = bool(verify(parse(f"${a}$"), parse(f"${b}$")))
+            assert mine == theirs, (a, b)
+    assert decided > len(answers) ** 2 // 2
+
+
+def test_structured_answers_need_no_math_verify() -> None:
+    assert not answer_needs_math_verify(canonical_key("(\\frac{1}{3}, -2, 5)"))
+    assert not answer_needs_math_verify(canonical_key("17.5\\%"))
+    assert answer_needs_math_verify(canonical_key("\\pm 1, \\pm 7"))
+    # one number written twice is the set of that number, which math-verify compares with it
+    assert answer_needs_math_verify(canonical_key("1, 1"))
+    assert answer_needs_math_verify(canonical_key("[2, 2]"))
+    # gold (1, 2): answers (1,2) in another form, (2,1) and a number; only (2,1) needs verify
+    task = ProblemTask(
+        gold="(1, 2)",
+        gold_key=canonical_key("(1, 2)"),
+        answers=("(1.0, 2)", "3"),
+        keys=(canonical_key("(1.0, 2)"), canonical_key("3")),
+    )
+    result = solve_here(task, 100)
+    assert result is not None
+    assert result.gold_equal == [True, False]
+    undecided = ProblemTask(
+        gold="(1, 2)",
+        gold_key=canonical_key("(1, 2)"),
+        answers=("(2, 1)",),
+        keys=(canonical_key("(2, 1)"),),
+    )
+    assert solve_here(undecided, 100) is None  # sent to the pool
