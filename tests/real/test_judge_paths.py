@@ -1,0 +1,81 @@
+"""Every judge path against real vLLM 0.32 (CPU) serving SmolLM2-135M-Instruct.
+
+The input is ProcessBench's first 12 traces (all wrong, all with a final answer). Issue 20's bar:
+each path leaves at least 11 ``ok`` labels and no ``unparseable`` one, and labels of the same
+request carry the same judge id whichever path made them. The model is tiny: these tests prove
+the plumbing (requests, grammar, statuses, resumption), not the labels' quality.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.real._server import Server, VllmEnv
+from tests.real.conftest import (
+    CONCURRENCY,
+    MAX_TOKENS,
+    TRACES12,
+    assert_issue20_bar,
+    judge_ids,
+    run_misstep,
+    statuses,
+)
+
+
+def test_live_labels_meet_the_bar(live_run: Path) -> None:
+    assert_issue20_bar(live_run, "live --judge openai")
+
+
+def test_live_rerun_resumes_without_asking_again(
+    live_run: Path, real_server: Server, tmp_path: Path
+) -> None:
+    before = (live_run / "labels.jsonl").read_text(encoding="utf-8").count("\n")
+    ok = statuses(live_run)["ok"]
+    run_misstep(
+        "label", str(TRACES12), "--out", str(live_run), "--judge", "openai",
+        "--base-url", real_server.base_url, "--max-tokens", MAX_TOKENS,
+        "--concurrency", CONCURRENCY,
+    )  # fmt: skip
+    after = (live_run / "labels.jsonl").read_text(encoding="utf-8").count("\n")
+    # Only the traces not yet ok are asked again: 12 - ok new lines at most.
+    assert after - before <= 12 - ok
+
+
+def test_batch_round_trip_through_vllm_run_batch(
+    live_run: Path, vllm_env: VllmEnv, real_server: Server, tmp_path: Path
+) -> None:
+    """export-requests -> vLLM's own run-batch (same engine flags as the README's server) ->
+    ingest-replies: the same bar, and the same judge id as the live labels."""
+    run = tmp_path / "batch"
+    run_misstep(
+        "export-requests", str(TRACES12), "--out", str(run), "--model", str(vllm_env.model),
+        "--max-tokens", MAX_TOKENS,
+    )  # fmt: skip
+    requests = run / "requests.jsonl"
+    assert sum(1 for _ in requests.open(encoding="utf-8")) == 12
+    replies = tmp_path / "replies.jsonl"
+    cmd = [
+        str(vllm_env.python), "-m", "vllm.entrypoints.launchers.run_batch",
+        "-i", str(requests), "-o", str(replies), "--model", str(vllm_env.model),
+        *real_server.flags,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, env=vllm_env.environ(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = [json.loads(x) for x in replies.read_text(encoding="utf-8").splitlines()]
+    assert [ln["response"]["status_code"] for ln in lines] == [200] * 12
+    run_misstep("ingest-replies", str(run), str(replies))
+    assert_issue20_bar(run, "run-batch round trip")
+    assert judge_ids(run) == judge_ids(live_run), "live and batch labels differ in judge id"
+
+
+def test_offline_engine_with_no_engine_args(vllm_env: VllmEnv, tmp_path: Path) -> None:
+    """``--judge vllm`` (in-process engine, in the vLLM venv) with no ``--engine-arg``."""
+    run = tmp_path / "offline"
+    run_misstep(
+        "label", str(TRACES12), "--out", str(run), "--judge", "vllm",
+        "--model", str(vllm_env.model), "--max-tokens", MAX_TOKENS,
+        env=vllm_env.environ(), python=vllm_env.python,
+    )  # fmt: skip
+    assert_issue20_bar(run, "offline --judge vllm")
