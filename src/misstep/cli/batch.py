@@ -21,6 +21,7 @@ from misstep.cli._options import (
     TemperatureOpt,
     TracesArg,
     check_input,
+    check_reasoning_effort,
     input_format_value,
 )
 from misstep.errors import OptionError
@@ -75,6 +76,7 @@ def export_requests(
     check_input(traces, "traces")
     if out.exists() and not out.is_dir():
         raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
+    check_reasoning_effort(reasoning_effort)
     config = JudgeConfig(
         backend="batch",
         model=model,
@@ -102,6 +104,16 @@ def export_requests(
         f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "
         f"requests.parquet); {summary.skipped} trace(s) not judged, {summary.already_ok} "
         f"already labelled by {summary.judge}"
+        + (
+            f"; {summary.retries} of the requests retry a cut or broken reply"
+            if summary.retries
+            else ""
+        )
+        + (
+            f"; {summary.given_up} cut or broken reply(ies) kept (no attempt left)"
+            if summary.given_up
+            else ""
+        )
     )
     err_console.print(f"next: {REPLIES_HINT}", markup=False)
 
@@ -126,11 +138,18 @@ def ingest_replies(
         f"{summary.replies} reply line(s) read; labels written: {counts}; "
         f"{summary.already_ok} already ok; {summary.awaiting} request(s) still without a reply"
         + (
-            f"; {summary.unknown} reply(ies) to no exported request, left out"
+            f"; {summary.unknown} reply(ies) to no exported request, left out: "
+            + ", ".join(repr(i) for i in summary.unknown_ids)
+            + (" ..." if summary.unknown > len(summary.unknown_ids) else "")
             if summary.unknown
             else ""
         )
     )
+    if summary.to_retry:
+        err_console.print(
+            f"{summary.to_retry} reply(ies) were cut or broke the schema: run export-requests "
+            "again to send their retries (as the live path retries them)"
+        )
     if summary.prompt_tokens or summary.completion_tokens:
         err_console.print(
             f"tokens: {summary.prompt_tokens:,} prompt, {summary.completion_tokens:,} completion"

@@ -23,7 +23,9 @@ from misstep.cli._options import (
     TaxonomyOpt,
     TemperatureOpt,
     TracesArg,
+    check_base_urls,
     check_input,
+    check_reasoning_effort,
     input_format_value,
 )
 from misstep.errors import OptionError
@@ -116,6 +118,10 @@ def _label_on_ray(
     input_format: str | None,
     regrade: bool,
     add_judge: bool,
+    limit: int | None,
+    per_checkpoint: int | None,
+    pilot: int | None,
+    skip_invalid: bool,
 ) -> None:
     from misstep.pipelines._ray import _import_ray, label_with_ray
 
@@ -139,6 +145,10 @@ def _label_on_ray(
         input_format=input_format,
         regrade=regrade,
         add_judge=add_judge,
+        limit=limit,
+        per_checkpoint=per_checkpoint,
+        pilot=pilot,
+        skip_invalid=skip_invalid,
     )
     _print_summary(err_console, summary, taxonomy)
 
@@ -342,6 +352,16 @@ def label(
             "agreement would always be 1",
             hint="pass --temperature above 0 (e.g. --temperature 0.7) with --samples",
         )
+    check_base_urls(base_url)
+    check_reasoning_effort(reasoning_effort)
+    if ray_actors is not None and judge == "vllm" and samples > 1:
+        raise OptionError(
+            option="--samples",
+            value=samples,
+            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
+            "output of a request",
+            hint="use --ray with --judge openai (servers) for several samples per trace",
+        )
     template_kwargs = _json_object(chat_template_kwargs, "--chat-template-kwargs")
     engine_args = _engine_args(engine_arg or [])
     tax = load_taxonomy(taxonomy)
@@ -376,6 +396,10 @@ def label(
             input_format=input_format_value(input_format),
             regrade=regrade,
             add_judge=add_judge,
+            limit=limit,
+            per_checkpoint=per_checkpoint,
+            pilot=pilot,
+            skip_invalid=skip_invalid,
         )
         return
     # Build (and probe) the judge before the progress bar: a dead server fails at once.

@@ -21,6 +21,7 @@ from misstep.cli._options import (
     TaxonomyOpt,
     TemperatureOpt,
     TracesArg,
+    check_base_urls,
     check_input,
     input_format_value,
 )
@@ -127,6 +128,7 @@ def select(
         raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
     if judge != "openai":
         raise OptionError(option="--judge", value=judge, allowed="openai (a server of the model)")
+    check_base_urls(base_url)
     config = JudgeConfig(
         backend="openai",
         model=model,

@@ -90,27 +90,47 @@ class JudgeConfig(BaseModel):
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def segmentation_hash() -> str:
+    """Hash of how a trace becomes the numbered steps and the prompt around them: the source
+    of ``misstep.prompts``' step splitter and renderer (the templates are ``prompt_hash``). A
+    change there changes what ``first_error_step`` indexes, so it changes the judge id."""
+    import misstep.prompts._render as render
+    import misstep.prompts._steps as steps
+
+    digest = hashlib.sha256()
+    for module in (steps, render):
+        with open(str(module.__file__), "rb") as fh:
+            digest.update(fh.read())
+    return digest.hexdigest()
+
+
 def judge_id(
     config: JudgeConfig,
     taxonomy_hash: str,
     prompt_hash: str,
     schema: dict[str, Any] | None = None,
+    *,
+    kind: str = "llm",
 ) -> str:
-    """A short readable id of a judge configuration.
+    """A short readable id of a judge configuration: what is asked, never the wire.
 
     Without a model: ``rules:tx<6 hex of taxonomy>:pr<4 hex of prompt>``. With a model:
-    ``<backend>:<model basename>:<8 hex>`` where the hex covers everything that changes a
-    label: backend, model, taxonomy hash, prompt hash, the JSON schema sent, every sampling
-    field (``JudgeConfig.sampling``), the trace token budget and the engine settings.
+    ``<kind>:<model basename>:<8 hex>`` (``kind`` is ``llm`` for labels, ``select`` for
+    ``misstep select``) where the hex covers everything that changes a label: the model, the
+    taxonomy hash, the prompt hash, the step segmentation (``segmentation_hash``), the JSON
+    schema (before its per-trace bounds, which follow from the steps), every sampling field
+    (``JudgeConfig.sampling``), the trace token budget and the engine settings. Not the
+    backend: the same request sent live, offline, in a run-batch file or on Ray is one judge,
+    and its labels resume each other.
     """
     if config.model is None:
         return f"{config.backend}:tx{taxonomy_hash[:6]}:pr{prompt_hash[:4]}"
     material = json.dumps(
         {
-            "backend": config.backend,
             "model": config.model,
             "taxonomy": taxonomy_hash,
             "prompt": prompt_hash,
+            "segmentation": segmentation_hash(),
             "schema": schema,
             "sampling": config.sampling(),
             "max_trace_tokens": config.max_trace_tokens,
@@ -121,7 +141,7 @@ def judge_id(
     )
     digest = hashlib.sha256(material.encode("utf-8")).hexdigest()[:8]
     name = _UNSAFE.sub("-", config.model.rstrip("/").rsplit("/", 1)[-1]) or "model"
-    return f"{config.backend}:{name}:{digest}"
+    return f"{kind}:{name}:{digest}"
 
 
 def request_seed(global_seed: int, trace_id: str, attempt: int) -> int:

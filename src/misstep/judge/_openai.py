@@ -25,10 +25,17 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from misstep.errors import JudgeUnavailableError, OptionError
-from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
+from misstep.judge._exchange import (
+    RetryPolicy,
+    Sent,
+    TransportGaveUp,
+    chat_body,
+    replies_of,
+    run_exchange,
+)
 from misstep.judge._protocol import JudgeRequest, JudgeResult
 from misstep.judge._retry import backoff_delay
 from misstep.labels._record import LabelStatus
@@ -44,7 +51,6 @@ __all__ = [
     "probe_models",
     "probe_server",
     "request_body",
-    "results_from_completion",
     "server_version",
 ]
 
@@ -203,7 +209,7 @@ class OpenAIJudge:
         """One request draws all the samples of a trace (``n``)."""
         self._max_retries = max_retries
         self._deadline_s = deadline_s
-        self._max_reasks = max_reasks
+        self._policy = RetryPolicy(reasks=max_reasks)
         self._backoff_base_s = backoff_base_s
         # Enough pooled connections for every in-flight request, so none waits for a socket.
         # (the Limits class of whichever httpx the installed openai is built on)
@@ -280,18 +286,22 @@ class OpenAIJudge:
         return False
 
     async def _create(
-        self, messages: list[dict[str, str]], seed: int, temperature: float, n: int
+        self,
+        messages: list[dict[str, str]],
+        seed: int,
+        temperature: float,
+        n: int,
+        schema: dict[str, Any],
     ) -> Any:
         # The client's low-level ``post`` sends this body as is and returns the JSON: the
         # typed ``chat.completions.create`` walks every request (the whole JSON schema) and
         # builds a model of every reply, which cost more CPU than the rest of a label
         # together. Same endpoint, same wire format, same errors and timeouts.
-        # Every sampling field explicit: vLLM fills an unset one from the model's
-        # generation_config.json (see NEUTRAL_SAMPLING).
-        body = request_body(
+        body = chat_body(
             model=self.model,
             messages=messages,
-            schema=self._response_format["json_schema"]["schema"],
+            schema=schema,
+            name=self._response_format["json_schema"]["name"],
             temperature=temperature,
             max_tokens=self._max_tokens,
             seed=seed,
@@ -326,201 +336,100 @@ class OpenAIJudge:
         server.served += 1
         return reply
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        """Label one trace; never raises for a bad reply or an unreachable server.
-
-        A reply cut at the token limit is asked again once, with another seed and a
-        temperature of at least ``RETRY_TEMPERATURE`` (a greedy request that looped on
-        whitespace would loop again), before it is stored as ``truncated``. With ``n`` > 1
-        the samples come in one request and are validated one by one (no re-ask)."""
-        start = time.perf_counter()
-        messages = list(request.messages)
-        attempts = 0
+    async def _send(
+        self,
+        messages: list[dict[str, str]],
+        seed: int,
+        temperature: float,
+        n: int,
+        schema: dict[str, Any],
+    ) -> Sent:
+        """One attempt over the wire, with the transport's own retries (5xx, timeouts,
+        connection errors, with backoff) and failover between servers."""
         retries = 0
-        reasks = 0
-        cut_retried = False
-        seed = request.seed
-        temperature = self._temperature
-        usage_total: dict[str, int] = {}
-
-        def result(status: LabelStatus, **kw: Any) -> JudgeResult:
-            elapsed = (time.perf_counter() - start) * 1000.0
-            extra = kw.pop("extra", {})
-            extra["usage"] = dict(usage_total)
-            return JudgeResult(
-                status=status, attempts=attempts, latency_ms=elapsed, extra=extra, **kw
-            )
-
+        made = 0
         while True:
-            attempts += 1
+            made += 1
             try:
-                completion = await self._create(messages, seed, temperature, request.n)
+                completion = await self._create(messages, seed, temperature, n, schema)
             except _Failover:
                 continue  # the server was dropped: straight to another, not a retry
             except (*_RETRYABLE, _DeadlineExceeded) as exc:
                 if retries >= self._max_retries:
+                    # a timeout is a connection error subclass
                     down = (
                         "unreachable"
-                        if isinstance(
-                            exc, (openai.APIConnectionError, _DeadlineExceeded)
-                        )  # a timeout is a connection error subclass
+                        if isinstance(exc, (openai.APIConnectionError, _DeadlineExceeded))
                         else None
                     )
-                    return result(
-                        LabelStatus.FAILED,
-                        reason=f"{_describe(exc)}; gave up after {attempts} attempt(s)",
-                        server_down=down,
-                    )
+                    raise TransportGaveUp(
+                        JudgeResult(
+                            status=LabelStatus.FAILED,
+                            reason=f"{_describe(exc)}; gave up after {made} attempt(s)",
+                            server_down=down,
+                        ),
+                        made,
+                    ) from None
                 retries += 1
                 await asyncio.sleep(backoff_delay(retries, base_s=self._backoff_base_s))
                 continue
             except openai.APIError as exc:
                 # A 4xx other than 429: retrying the same request cannot help.
                 auth = isinstance(exc, openai.APIStatusError) and exc.status_code in (401, 403)
-                return result(
-                    LabelStatus.FAILED,
-                    reason=_describe(exc),
-                    server_down="auth" if auth else None,
-                )
-
+                raise TransportGaveUp(
+                    JudgeResult(
+                        status=LabelStatus.FAILED,
+                        reason=_describe(exc),
+                        server_down="auth" if auth else None,
+                    ),
+                    made,
+                ) from None
             try:
-                choices = completion["choices"]
-                parsed = [_choice(c) for c in choices]
-                usage = completion.get("usage") or {}
-            except (TypeError, KeyError, IndexError, AttributeError):
-                return result(
-                    LabelStatus.FAILED,
-                    raw_reply=str(completion)[:2000],
-                    reason="the server's answer is not a chat completion",
-                )
-            for key in ("prompt_tokens", "completion_tokens"):
-                value = usage.get(key)
-                if isinstance(value, int):
-                    usage_total[key] = usage_total.get(key, 0) + value
-            if not parsed:
-                return result(LabelStatus.FAILED, reason="the server answered no choice")
-            if request.n > 1:
-                samples = [
-                    self._validate(raw, finish, reasoning) for raw, finish, reasoning in parsed
-                ]
-                first = samples[0]
-                return result(
-                    first.status,
-                    label=first.label,
-                    raw_reply=first.raw_reply,
-                    reason=first.reason,
-                    extra=dict(first.extra),
-                    choices=samples[1:],
-                )
-            raw, finish, reasoning = parsed[0]
-            extra: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
-            if finish == "length":
-                if not cut_retried:
-                    cut_retried = True
-                    seed = (seed + 1_000_003) & 0x7FFFFFFF
-                    temperature = max(temperature, RETRY_TEMPERATURE)
-                    continue
-                return result(
-                    LabelStatus.TRUNCATED,
-                    raw_reply=raw,
-                    reason=f"reply cut at max_tokens={self._max_tokens}, again after one "
-                    f"retry at temperature {temperature:g} with another seed",
-                    extra=extra,
-                )
-            try:
-                label = self._label_type.model_validate_json(raw)
-            except ValidationError as exc:
-                problem = _summarise(exc)
-                if reasks >= self._max_reasks:
-                    return result(
-                        LabelStatus.UNPARSEABLE,
-                        raw_reply=raw,
-                        reason=f"{problem} (after {reasks} re-ask(s))",
-                        extra=extra,
-                    )
-                reasks += 1
-                messages = [
-                    *messages,
-                    {"role": "assistant", "content": raw},
-                    {
-                        "role": "user",
-                        "content": "Your reply is not a JSON object that fits the required "
-                        f"schema: {problem}. Answer again with the JSON object only.",
-                    },
-                ]
-                continue
-            return result(LabelStatus.OK, label=label, raw_reply=None, extra=extra)
+                replies, usage = replies_of(completion)
+            except ValueError:
+                raise TransportGaveUp(
+                    JudgeResult(
+                        status=LabelStatus.FAILED,
+                        raw_reply=str(completion)[:2000],
+                        reason="the server's answer is not a chat completion",
+                    ),
+                    made,
+                ) from None
+            self._check_model(completion, made)
+            return Sent(replies, usage, made)
 
-    def _validate(self, raw: str, finish: str | None, reasoning: str | None) -> JudgeResult:
-        """One sample of an ``n`` > 1 request, on its own."""
-        extra: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
-        if finish == "length":
-            return JudgeResult(
-                status=LabelStatus.TRUNCATED,
-                raw_reply=raw,
-                reason=f"reply cut at max_tokens={self._max_tokens}",
-                extra=extra,
-            )
-        try:
-            label = self._label_type.model_validate_json(raw)
-        except ValidationError as exc:
-            return JudgeResult(
-                status=LabelStatus.UNPARSEABLE, raw_reply=raw, reason=_summarise(exc), extra=extra
-            )
-        return JudgeResult(status=LabelStatus.OK, label=label, extra=extra)
-
-
-def results_from_completion(
-    completion: Any, label_type: type[BaseModel], max_tokens: int
-) -> list[JudgeResult]:
-    """One result per choice of a chat completion, validated as the live path validates a
-    reply: a choice cut at the token limit is ``truncated``, one that does not fit the schema
-    ``unparseable`` (no re-ask: the request is not ours to repeat), else ``ok``. Each carries
-    its reasoning; the first carries the completion's token usage. Used to ingest the replies
-    of ``vllm run-batch``."""
-    try:
-        parsed = [_choice(c) for c in completion["choices"]]
-        usage = completion.get("usage") or {}
-    except (TypeError, KeyError, IndexError, AttributeError):
-        return [
-            JudgeResult(
-                status=LabelStatus.FAILED,
-                raw_reply=str(completion)[:2000],
-                reason="the reply is not a chat completion",
-            )
-        ]
-    if not parsed:
-        return [JudgeResult(status=LabelStatus.FAILED, reason="the reply has no choice")]
-    results: list[JudgeResult] = []
-    for raw, finish, reasoning in parsed:
-        extra: dict[str, object] = {"reasoning": reasoning} if reasoning else {}
-        if finish == "length":
-            results.append(
+    def _check_model(self, completion: Any, made: int) -> None:
+        """A reply from another model than the one asked is refused (a server swapped under
+        the run would mix two judges under one id)."""
+        served = completion.get("model") if isinstance(completion, dict) else None
+        if isinstance(served, str) and served != self.model:
+            raise TransportGaveUp(
                 JudgeResult(
-                    status=LabelStatus.TRUNCATED,
-                    raw_reply=raw,
-                    reason=f"reply cut at max_tokens={max_tokens}",
-                    extra=extra,
-                )
+                    status=LabelStatus.FAILED,
+                    reason=f"the server answered as model {served!r}, not {self.model!r}",
+                    server_down="wrong-model",
+                ),
+                made,
             )
-            continue
-        try:
-            label = label_type.model_validate_json(raw)
-        except ValidationError as exc:
-            results.append(
-                JudgeResult(
-                    status=LabelStatus.UNPARSEABLE,
-                    raw_reply=raw,
-                    reason=_summarise(exc),
-                    extra=extra,
-                )
-            )
-            continue
-        results.append(JudgeResult(status=LabelStatus.OK, label=label, extra=extra))
-    results[0].extra["usage"] = {
-        k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens")
-    }
-    return results
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Label one trace; never raises for a bad reply or an unreachable server (the
+        exchange's retry policy: ``misstep.judge._exchange``)."""
+        schema = request.schema or self._response_format["json_schema"]["schema"]
+
+        async def send(
+            messages: list[dict[str, str]], seed: int, temperature: float, n: int
+        ) -> Sent:
+            return await self._send(messages, seed, temperature, n, schema)
+
+        return await run_exchange(
+            request,
+            send,
+            label_type=self._label_type,
+            temperature=self._temperature,
+            max_tokens=self._max_tokens,
+            policy=self._policy,
+        )
 
 
 def request_body(
@@ -535,35 +444,19 @@ def request_body(
     reasoning_effort: str | None = None,
     chat_template_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The chat-completions body of one judge request, as the live path sends it: every
-    sampling field explicit, the label schema as ``response_format``."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": messages,
-        "temperature": temperature,
-        **NEUTRAL_SAMPLING,
-        "max_completion_tokens": max_tokens,
-        "seed": seed,
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "Label", "schema": schema},
-        },
-    }
-    if n > 1:
-        body["n"] = n
-    if reasoning_effort is not None:
-        body["reasoning_effort"] = reasoning_effort
-    if chat_template_kwargs is not None:
-        body["chat_template_kwargs"] = chat_template_kwargs
-    return body
-
-
-def _choice(choice: dict[str, Any]) -> tuple[str, str | None, str | None]:
-    """(content, finish_reason, reasoning) of one choice. vLLM's reasoning parsers return the
-    reasoning in ``reasoning`` (``reasoning_content`` before vLLM 0.11)."""
-    message = choice["message"]
-    reasoning = message.get("reasoning") or message.get("reasoning_content")
-    return message.get("content") or "", choice.get("finish_reason"), reasoning or None
+    """The chat-completions body of a label request (``chat_body`` with the name ``Label``)."""
+    return chat_body(
+        model=model,
+        messages=messages,
+        schema=schema,
+        name="Label",
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        n=n,
+        reasoning_effort=reasoning_effort,
+        chat_template_kwargs=chat_template_kwargs,
+    )
 
 
 DROP_AFTER_FAILURES = 3
@@ -617,14 +510,6 @@ def _server_message(exc: openai.APIStatusError) -> str:
         return ""
     text = " ".join(str(message).split())
     return f": {text[:300]}"
-
-
-def _summarise(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:3]:
-        where = ".".join(str(p) for p in err.get("loc", ())) or "reply"
-        parts.append(f"{where}: {err.get('msg', '')}")
-    return "; ".join(parts)
 
 
 def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -32,6 +32,9 @@ class JudgeRequest:
     n: int = 1
     """Samples to draw in this one request (``--samples``; the prefill is shared). A backend
     that draws several returns the others in ``JudgeResult.choices``."""
+    schema: dict[str, Any] | None = None
+    """The JSON schema sent with this request, with this trace's bounds
+    (``misstep.judge._exchange.bounded_schema``); None: the backend's own."""
 
 
 @dataclass

@@ -1,20 +1,38 @@
-"""The ``vllm`` backend: the offline ``vllm.LLM`` engine with structured outputs.
+"""The ``vllm`` backend: vLLM's ``AsyncLLM`` in this process, requests submitted as they come.
 
-Installed with the ``misstep[vllm]`` extra and imported lazily. Concurrent ``judge`` calls are
-gathered into one ``LLM.chat`` batch (the engine is fastest with many prompts at once); the
-pipeline may also call ``judge_batch`` directly.
+Installed with the ``misstep[vllm]`` extra and imported lazily. Each trace's request goes to the
+engine the moment the pipeline has it (continuous batching: the engine schedules what is in
+flight, no lock-step batches waiting for their slowest member); the request is the same chat
+body the server path sends, translated by the one adapter
+(``misstep.judge._exchange.engine_request``), and its replies go through the same validator
+and retry policy.
+
+The engine runs with ``structured_outputs_config`` backend ``xgrammar`` and
+``disable_any_whitespace``: vLLM accepts the whitespace setting only with a named backend, and
+only at engine level (a per-request setting is ignored). On CPU, vLLM starts its engine core
+with ``spawn``: a script that builds this judge needs an ``if __name__ == "__main__":`` guard
+(the ``misstep`` console script has one).
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
+import itertools
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from misstep.errors import BackendNotInstalledError
-from misstep.judge._config import NEUTRAL_SAMPLING
+from misstep.errors import BackendNotInstalledError, OptionError
+from misstep.judge._exchange import (
+    EngineRequest,
+    Reply,
+    RetryPolicy,
+    Sent,
+    TransportGaveUp,
+    chat_body,
+    engine_request,
+    run_exchange,
+    sampling_params,
+)
 from misstep.judge._protocol import JudgeRequest, JudgeResult
 from misstep.labels._record import LabelStatus
 
@@ -22,7 +40,14 @@ if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["VLLMJudge", "create_vllm_judge", "structured_sampling_params"]
+__all__ = ["STRUCTURED_OUTPUTS_CONFIG", "VLLMJudge", "create_vllm_judge", "engine_settings"]
+
+STRUCTURED_OUTPUTS_CONFIG: dict[str, Any] = {"backend": "xgrammar", "disable_any_whitespace": True}
+"""The engine's structured-output settings: no free whitespace in the JSON grammar (greedy
+decoding could loop on it until ``max_tokens``), which vLLM accepts only with the backend
+named. The same settings as the documented server command
+``--structured-outputs-config.backend xgrammar
+--structured-outputs-config.disable_any_whitespace true``."""
 
 
 def _import_vllm() -> Any:
@@ -35,141 +60,152 @@ def _import_vllm() -> Any:
     return vllm
 
 
-def structured_sampling_params(
-    vllm: Any, *, schema: dict[str, Any], temperature: float, max_tokens: int, seed: int
-) -> Any:
-    """SamplingParams constrained to ``schema``: ``structured_outputs=StructuredOutputsParams``
-    on current vLLM (>= 0.11; ``guided_decoding`` was removed in 0.12), else the older
-    ``guided_decoding=GuidedDecodingParams``."""
-    sampling = vllm.sampling_params
-    # The same neutral values the server backend sends: unset, they would come from the
-    # model's generation_config.json.
-    common = {
-        **NEUTRAL_SAMPLING,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "seed": seed,
-    }
-    if hasattr(sampling, "StructuredOutputsParams"):
-        return vllm.SamplingParams(
-            structured_outputs=sampling.StructuredOutputsParams(json=schema), **common
+def engine_settings(config: JudgeConfig) -> dict[str, Any]:
+    """The engine's keyword arguments: the seed, prefix caching, the structured-output
+    settings (``STRUCTURED_OUTPUTS_CONFIG``, merged under a user's own
+    ``structured_outputs_config``), then the ``--engine-arg`` settings, which win."""
+    user = dict(config.engine_args)
+    structured = dict(STRUCTURED_OUTPUTS_CONFIG)
+    given = user.pop("structured_outputs_config", None)
+    if isinstance(given, dict):
+        structured.update(given)
+    elif given is not None:
+        raise OptionError(
+            option="--engine-arg",
+            value=f"structured_outputs_config={given!r}",
+            allowed='a JSON object, e.g. structured_outputs_config={"backend":"guidance"}',
         )
-    return vllm.SamplingParams(guided_decoding=sampling.GuidedDecodingParams(json=schema), **common)
+    return {"seed": config.seed, "enable_prefix_caching": True, **user,
+            "structured_outputs_config": structured}  # fmt: skip
 
 
 class VLLMJudge:
-    """Batches concurrent requests into ``LLM.chat`` calls run in a worker thread."""
+    """Labels traces with an in-process ``AsyncLLM``; every request is submitted at once."""
 
     def __init__(
         self,
         *,
-        llm: Any,
+        engine: Any,
         vllm_module: Any,
         label_type: type[BaseModel],
         schema: dict[str, Any],
         judge_id: str,
+        model: str,
         temperature: float = 0.0,
         max_tokens: int = 1024,
-        max_batch: int = 256,
-        model: str | None = None,
+        reasoning_effort: str | None = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        concurrency: int = 256,
     ) -> None:
-        self._llm = llm
+        self._engine = engine
         self._vllm = vllm_module
         self._label_type = label_type
         self._schema = schema
         self._judge_id = judge_id
+        self.model = model
+        self.server_model = model
         self._temperature = temperature
         self._max_tokens = max_tokens
-        self._max_batch = max_batch
-        self.server_model = model
-        self.preferred_concurrency = max_batch
-        """In-flight requests the pipeline should allow so that batches fill up."""
-        self._pending: list[tuple[JudgeRequest, asyncio.Future[JudgeResult]]] = []
-        self._worker: asyncio.Task[None] | None = None
+        self._reasoning_effort = reasoning_effort
+        self._chat_template_kwargs = chat_template_kwargs
+        self._policy = RetryPolicy()
+        self._ids = itertools.count()
+        self.supports_n = True
+        """One request draws all the samples of a trace (``n``)."""
+        self.preferred_concurrency = concurrency
+        """Requests the pipeline should keep in flight so that the engine's batches fill."""
 
     @property
     def judge_id(self) -> str:
         return self._judge_id
 
     async def aclose(self) -> None:
-        if self._worker is not None:
-            await self._worker
-        self._llm = None
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.shutdown()
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
-        future: asyncio.Future[JudgeResult] = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._drain())
-        return await future
+        schema = request.schema or self._schema
 
-    async def _drain(self) -> None:
-        # Let every coroutine that is ready enqueue its request before the first batch starts.
-        await asyncio.sleep(0)
-        while self._pending:
-            batch, self._pending = (
-                self._pending[: self._max_batch],
-                self._pending[self._max_batch :],
+        async def send(
+            messages: list[dict[str, str]], seed: int, temperature: float, n: int
+        ) -> Sent:
+            body = chat_body(
+                model=self.model,
+                messages=messages,
+                schema=schema,
+                name=self._label_type.__name__,
+                temperature=temperature,
+                max_tokens=self._max_tokens,
+                seed=seed,
+                n=n,
+                reasoning_effort=self._reasoning_effort,
+                chat_template_kwargs=self._chat_template_kwargs,
             )
             try:
-                results = await self.judge_batch([req for req, _ in batch])
-            except Exception as exc:  # the engine failed: every request in the batch failed
-                results = [
-                    JudgeResult(status=LabelStatus.FAILED, reason=f"vllm engine error: {exc}")
-                    for _ in batch
-                ]
-            for (_, future), res in zip(batch, results, strict=True):
-                if not future.done():
-                    future.set_result(res)
+                return await self._generate(engine_request(body))
+            except Exception as exc:  # the engine failed this request: a failed record
+                raise TransportGaveUp(
+                    JudgeResult(
+                        status=LabelStatus.FAILED,
+                        reason=f"vllm engine error: {type(exc).__name__}: {exc}"[:500],
+                    )
+                ) from None
 
-    async def judge_batch(self, requests: list[JudgeRequest]) -> list[JudgeResult]:
-        """Label many traces with one ``LLM.chat`` call (run off the event loop)."""
-        start = time.perf_counter()
-        params = [
-            structured_sampling_params(
-                self._vllm,
-                schema=self._schema,
-                temperature=self._temperature,
-                max_tokens=self._max_tokens,
-                seed=req.seed,
-            )
-            for req in requests
-        ]
-        messages = [req.messages for req in requests]
-        outputs = await asyncio.to_thread(
-            self._llm.chat, messages, sampling_params=params, use_tqdm=False
+        return await run_exchange(
+            request,
+            send,
+            label_type=self._label_type,
+            temperature=self._temperature,
+            max_tokens=self._max_tokens,
+            policy=self._policy,
         )
-        latency = (time.perf_counter() - start) * 1000.0 / max(1, len(requests))
-        return [self._to_result(out, latency) for out in outputs]
 
-    def _to_result(self, output: Any, latency_ms: float) -> JudgeResult:
-        completion = output.outputs[0]
-        raw = completion.text or ""
-        if completion.finish_reason == "length":
-            return JudgeResult(
-                status=LabelStatus.TRUNCATED,
-                raw_reply=raw,
-                latency_ms=latency_ms,
-                reason=f"reply cut at max_tokens={self._max_tokens}",
-            )
-        try:
-            label = self._label_type.model_validate_json(raw)
-        except ValidationError as exc:
-            # Decoding is constrained to the schema, so only bounds the grammar cannot express
-            # (e.g. confidence range) get here; a re-ask would give the same greedy answer.
-            return JudgeResult(
-                status=LabelStatus.UNPARSEABLE,
-                raw_reply=raw,
-                latency_ms=latency_ms,
-                reason=str(exc.errors()[:2]),
-            )
-        return JudgeResult(status=LabelStatus.OK, label=label, latency_ms=latency_ms)
+    async def _generate(self, request: EngineRequest) -> Sent:
+        from vllm.sampling_params import RequestOutputKind
+
+        prompt = await self._prompt(request)
+        params = sampling_params(self._vllm, request, output_kind=RequestOutputKind.FINAL_ONLY)
+        final = None
+        async for output in self._engine.generate(prompt, params, f"misstep-{next(self._ids)}"):
+            final = output
+        if final is None:
+            return Sent([])
+        replies = [Reply(c.text or "", c.finish_reason) for c in final.outputs]
+        usage = {
+            "prompt_tokens": len(final.prompt_token_ids or ()),
+            "completion_tokens": sum(len(c.token_ids or ()) for c in final.outputs),
+        }
+        return Sent(replies, usage)
+
+    async def _prompt(self, request: EngineRequest) -> Any:
+        """The token ids of the chat prompt, rendered by the model's own chat template (as the
+        server renders it), with the template arguments of the request."""
+        tokenizer = await _tokenizer(self._engine)
+        ids = tokenizer.apply_chat_template(
+            request.messages,
+            tokenize=True,
+            add_generation_prompt=True,
+            **(request.chat_template_kwargs or {}),
+        )
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # a BatchEncoding
+            ids = ids["input_ids"]
+        return {"prompt_token_ids": list(ids)}
+
+
+async def _tokenizer(engine: Any) -> Any:
+    getter = getattr(engine, "get_tokenizer", None)
+    if getter is not None:
+        tok = getter()
+        if hasattr(tok, "__await__"):
+            tok = await tok
+        return tok
+    return engine.tokenizer
 
 
 def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
-    """Load the model into an offline engine (registry factory); needs ``misstep[vllm]``."""
+    """Start an ``AsyncLLM`` engine on the model (registry factory); needs ``misstep[vllm]``."""
     vllm = _import_vllm()
-    from misstep.errors import OptionError
     from misstep.judge import judge_id, label_json_schema, label_model
     from misstep.prompts import prompt_hash
 
@@ -180,25 +216,26 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
             allowed="a Hugging Face model id or local path for the vllm backend",
             hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
         )
-    # No free whitespace in the JSON grammar: greedy decoding under a schema can otherwise loop
-    # on whitespace until max_tokens. --engine-arg settings (tensor_parallel_size,
-    # max_model_len, gpu_memory_utilization, ...) go to the engine as given, and win.
-    engine: dict[str, Any] = {
-        "seed": config.seed,
-        "enable_prefix_caching": True,
-        "structured_outputs_config": {"disable_any_whitespace": True},
-        **config.engine_args,
-    }
-    llm = vllm.LLM(model=config.model, **engine)
+    from vllm.config import StructuredOutputsConfig
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    settings = engine_settings(config)
+    settings["structured_outputs_config"] = StructuredOutputsConfig(
+        **settings["structured_outputs_config"]
+    )
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=config.model, **settings))
     schema = label_json_schema(taxonomy)
     return VLLMJudge(
-        llm=llm,
+        engine=engine,
         vllm_module=vllm,
         label_type=label_model(taxonomy),
         schema=schema,
         judge_id=judge_id(config, taxonomy.hash, prompt_hash(), schema),
+        model=config.model,
         temperature=config.temperature,
         max_tokens=config.max_tokens,
-        max_batch=max(1, config.concurrency) * 16,
-        model=config.model,
+        reasoning_effort=config.reasoning_effort,
+        chat_template_kwargs=config.chat_template_kwargs,
+        concurrency=max(1, config.concurrency) * 16,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,3 +83,7 @@ class StoredLabel(BaseModel):
     """Prompt tokens the server counted for this record's requests (all attempts)."""
     completion_tokens: int | None = None
     """Completion tokens the server counted for this record's requests (all samples)."""
+    tries: list[dict[str, Any]] | None = None
+    """What each request of this record was, in order: ``kind`` (``first``, ``cut-retry``
+    after a reply cut at the token limit, ``reask`` after a reply that broke the schema),
+    ``seed``, ``temperature`` and the ``status`` of its reply; None for skipped traces."""

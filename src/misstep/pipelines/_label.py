@@ -48,8 +48,10 @@ from misstep.judge import (
     Judge,
     JudgeRequest,
     JudgeResult,
+    bounded_schema,
     create_judge,
     evidence_in_text,
+    label_json_schema,
     request_seed,
 )
 from misstep.labels import (
@@ -317,6 +319,7 @@ def record_of(
         )
     reasoning = chosen.extra.get("reasoning")
     tokens = _tokens(results)
+    tries = results[0].extra.get("tries")
     return StoredLabel(
         trace_id=trace.trace_id,
         judge=judge,
@@ -335,24 +338,9 @@ def record_of(
         inclusion_prob=inclusion_prob,
         prompt_tokens=tokens[0],
         completion_tokens=tokens[1],
+        tries=list(tries) if isinstance(tries, list) and tries else None,
         **fields,
     )
-
-
-def _check_step(result: JudgeResult, n_steps: int) -> JudgeResult:
-    """A step index outside the steps shown is a bad reply, never silently kept."""
-    step = getattr(result.label, "first_error_step", None)
-    if result.status is LabelStatus.OK and step is not None and not 0 <= step < n_steps:
-        raw = result.label.model_dump_json() if result.label is not None else None
-        return JudgeResult(
-            status=LabelStatus.UNPARSEABLE,
-            attempts=result.attempts,
-            latency_ms=result.latency_ms,
-            raw_reply=raw,
-            reason=f"first_error_step {step} is outside the {n_steps} steps shown",
-            extra=result.extra,
-        )
-    return result
 
 
 class _Run:
@@ -374,6 +362,7 @@ class _Run:
         self.progress = progress
         self.on_progress = on_progress
         self.order = {key: i for i, key in enumerate(taxonomy.keys)}
+        self.schema = label_json_schema(taxonomy)
         self.calls = asyncio.Semaphore(max(1, call_limit))
         self.inclusion: dict[str, float] | None = None
         """Inclusion probability of each judged trace under a label budget."""
@@ -446,6 +435,7 @@ class _Run:
             self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
         )
         steps = list(rendered.steps)
+        schema = bounded_schema(self.schema, len(steps))
         samples = max(1, self.config.samples)
         one_request = samples > 1 and bool(getattr(self.judge, "supports_n", False))
         requests = [
@@ -457,6 +447,7 @@ class _Run:
                 seed=request_seed(self.config.seed, trace.trace_id, i),
                 trace_cut=rendered.trace_cut,
                 n=samples if one_request else 1,
+                schema=schema,
             )
             for i in range(1 if one_request else samples)
         ]
@@ -466,7 +457,6 @@ class _Run:
         if one_request:
             results = [results[0], *results[0].choices]
         wall_ms = (time.perf_counter() - start) * 1000.0
-        results = [_check_step(r, len(steps)) for r in results]
         self._watch_server(results)
         return record_of(
             trace,

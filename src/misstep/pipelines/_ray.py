@@ -9,10 +9,18 @@ validation, same resume, same judge id for the same configuration):
   with ``concurrency`` requests in flight per actor. Tested on a local CPU cluster.
 - **engine** (``engine=True``): Ray's vLLM engine processor on GPU nodes,
   ``ray.data.llm.build_processor`` with ``vLLMEngineProcessorConfig`` (``engine_kwargs`` from
-  ``--engine-arg``, no free whitespace in the JSON grammar), the label schema as
-  ``structured_outputs`` in each row's ``sampling_params`` together with the neutral sampling
-  fields. Each generated text is validated as a server reply would be. Needs GPUs and vLLM
-  on the cluster; not testable on a machine without them.
+  ``--engine-arg``, xgrammar with no free whitespace in the JSON grammar), each row's
+  ``sampling_params`` made from the live path's chat body by the one adapter
+  (``misstep.judge.engine_request``: every sampling field, the seed, ``max_tokens``, the
+  per-trace schema as ``structured_outputs``; the chat template arguments and
+  ``reasoning_effort`` go to Ray's chat-template stage). Ray's processor keeps only the first
+  output of a request, so ``--samples`` above 1 is refused there. A reply is ``truncated``
+  when it used all of ``max_tokens`` (the processor does not pass the finish reason on). Each
+  generated text is validated by the exchange's one validator. Needs vLLM on the cluster (GPU
+  nodes by default: Ray asks for one GPU per engine).
+
+Both honour ``--limit``, ``--per-checkpoint`` / ``--pilot`` (the same sample ``misstep label``
+draws, inclusion probabilities kept) and ``--skip-invalid`` (rejects to ``RUN_DIR/rejects.jsonl``).
 
 The driver renders the prompts, writes the rows to judge to ``RUN_DIR/ray_work.parquet`` (read
 back by Ray as a stream, so memory stays flat), holds the run directory's lock, and appends
@@ -27,8 +35,18 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from misstep.errors import BackendNotInstalledError
-from misstep.judge import JudgeConfig, create_judge, request_seed
+from misstep.errors import BackendNotInstalledError, OptionError
+from misstep.judge import (
+    JudgeConfig,
+    bounded_schema,
+    chat_body,
+    create_judge,
+    engine_request,
+    judge_id,
+    label_json_schema,
+    parse_completion,
+    request_seed,
+)
 from misstep.labels import (
     LabelStore,
     StoredLabel,
@@ -37,12 +55,14 @@ from misstep.labels import (
     run_dir_lock,
     write_manifest,
 )
+from misstep.pipelines._budget import label_sample
 from misstep.pipelines._label import (
+    NOT_SAMPLED,
+    REJECTS_FILE,
     LabelProgress,
     LabelRunSummary,
     _check_one_judge,
     _check_same_input,
-    _check_step,
     _load_index,
     _manifest,
     _Run,
@@ -50,8 +70,8 @@ from misstep.pipelines._label import (
     record_of,
     skipped_record,
 )
-from misstep.prompts import render_judge_prompt
-from misstep.rollouts import Outcome, Trace, input_digest, load_graded
+from misstep.prompts import prompt_hash, render_judge_prompt
+from misstep.rollouts import Outcome, RejectSink, Trace, input_digest, load_graded
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,14 +117,24 @@ class _JudgeActor:
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
+        async def one(trace_json: str, answer: str, prob: float) -> str:
+            trace = Trace.model_validate_json(trace_json)
+            label = await self.run.build(trace, answer or None)
+            if prob >= 0:
+                label = label.model_copy(update={"inclusion_prob": prob})
+            return label.model_dump_json()
+
         async def go() -> list[str]:
-            labels = await asyncio.gather(
-                *(
-                    self.run.build(Trace.model_validate_json(t), a or None)
-                    for t, a in zip(batch["trace"], batch["answer"], strict=True)
+            return list(
+                await asyncio.gather(
+                    *(
+                        one(t, a, float(p))
+                        for t, a, p in zip(
+                            batch["trace"], batch["answer"], batch["inclusion_prob"], strict=True
+                        )
+                    )
                 )
             )
-            return [label.model_dump_json() for label in labels]
 
         return pd.DataFrame({"record": self.loop.run_until_complete(go())})
 
@@ -122,17 +152,43 @@ def label_with_ray(
     input_format: str | None = None,
     regrade: bool = False,
     add_judge: bool = False,
+    limit: int | None = None,
+    per_checkpoint: int | None = None,
+    pilot: int | None = None,
+    skip_invalid: bool = False,
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` on Ray (see the module docstring).
     Ray must be initialised (``ray.init(...)``) or it starts a local cluster."""
     import time
 
+    if engine and config.samples > 1:
+        raise OptionError(
+            option="--samples",
+            value=config.samples,
+            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
+            "output of a request",
+            hint="use --ray with --judge openai (servers) for several samples per trace",
+        )
     ray = _import_ray()
     start = time.perf_counter()
     traces_path, run_dir = Path(traces_path), Path(run_dir)
     digest = input_digest(traces_path)
     _check_same_input(run_dir, traces_path, digest)
-    graded = load_graded(traces_path, input_format=input_format, regrade=regrade, digest=digest)
+    rejects = RejectSink(run_dir / REJECTS_FILE, source=traces_path) if skip_invalid else None
+    try:
+        graded = load_graded(
+            traces_path, input_format=input_format, regrade=regrade, rejects=rejects, digest=digest
+        )
+    finally:
+        if rejects is not None:
+            rejects.close()
+    sample = label_sample(
+        graded.table,
+        per_stratum=per_checkpoint,
+        total=pilot,
+        include_correct=include_correct,
+        seed=config.seed,
+    )
     judge = None if engine else create_judge(config, taxonomy)
     judge_id = judge.judge_id if judge is not None else _engine_judge_id(config, taxonomy)
     written: Counter[str] = Counter()
@@ -148,26 +204,39 @@ def label_with_ray(
             with LabelStore(run_dir) as store:
                 batch: list[dict[str, Any]] = []
                 writer = _ParquetRows(work)
-                for trace, outcome, answer in _with_outcomes(
-                    traces_path, input_format, graded.table, False
+                for n, (trace, outcome, answer) in enumerate(
+                    _with_outcomes(traces_path, input_format, graded.table, skip_invalid)
                 ):
+                    if limit is not None and n >= limit:
+                        break
                     send = outcome is Outcome.WRONG or (
                         include_correct and outcome is Outcome.CORRECT
                     )
                     current = index.get(trace.trace_id)
+                    already_ok = current is not None and current[:2] == ("ok", judge_id)
+                    reason = outcome.value
+                    # left out of the budget (an ok label of an earlier, larger run is kept)
+                    sampled = sample is None or trace.trace_id in sample
+                    if send and not sampled and not already_ok:
+                        send, reason = False, NOT_SAMPLED
                     if not send:
                         status_counts["skipped"] += 1
-                        if current is None or current[:3] != ("skipped", judge_id, outcome.value):
-                            store.append(
-                                skipped_record(trace, judge_id, outcome.value, config.samples)
-                            )
+                        if current is None or current[:3] != ("skipped", judge_id, reason):
+                            store.append(skipped_record(trace, judge_id, reason, config.samples))
                             written["skipped"] += 1
                         continue
-                    if current is not None and current[:2] == ("ok", judge_id):
+                    if already_ok:
                         resumed += 1
                         status_counts["ok"] += 1
                         continue
-                    batch.append({"trace": trace.model_dump_json(), "answer": answer or ""})
+                    prob = -1.0 if sample is None else float(sample.get(trace.trace_id, -1.0))
+                    batch.append(
+                        {
+                            "trace": trace.model_dump_json(),
+                            "answer": answer or "",
+                            "inclusion_prob": prob,
+                        }
+                    )
                     rows += 1
                     if len(batch) >= 4096:
                         writer.write(batch)
@@ -179,7 +248,15 @@ def label_with_ray(
                     config,
                     taxonomy,
                     judge if judge is not None else _Named(judge_id),
-                    {"mode": "ray-engine" if engine else "ray", "actors": actors},
+                    {
+                        "mode": "ray-engine" if engine else "ray",
+                        "actors": actors,
+                        "include_correct": include_correct,
+                        "limit": limit,
+                        "per_checkpoint": per_checkpoint,
+                        "pilot": pilot,
+                        "skip_invalid": skip_invalid,
+                    },
                     digest,
                 )
                 write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
@@ -223,7 +300,7 @@ def label_with_ray(
         traces=sum(status_counts.values()),
         written=sum(written.values()),
         resumed=resumed,
-        rejected=0,
+        rejected=rejects.count if rejects is not None else 0,
         calls=0,
         seconds=round(time.perf_counter() - start, 3),
         status_counts=dict(status_counts),
@@ -252,7 +329,10 @@ class _ParquetRows:
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pylist(
-            rows, schema=pa.schema([("trace", pa.string()), ("answer", pa.string())])
+            rows,
+            schema=pa.schema(
+                [("trace", pa.string()), ("answer", pa.string()), ("inclusion_prob", pa.float64())]
+            ),
         )
         if self._writer is None:
             self._writer = pq.ParquetWriter(str(self.path), table.schema)
@@ -266,15 +346,30 @@ class _ParquetRows:
 
 
 def _engine_judge_id(config: JudgeConfig, taxonomy: Taxonomy) -> str:
-    from misstep.judge import judge_id, label_json_schema
-    from misstep.prompts import prompt_hash
+    # The live path's id: what is asked, not the wire.
+    return judge_id(config, taxonomy.hash, prompt_hash(), label_json_schema(taxonomy))
 
-    return judge_id(
-        config.model_copy(update={"backend": "ray-vllm"}),
-        taxonomy.hash,
-        prompt_hash(),
-        label_json_schema(taxonomy),
+
+def _engine_row(row: dict[str, Any], config: JudgeConfig, taxonomy: Taxonomy) -> dict[str, Any]:
+    """A Ray row of one trace: the live path's chat body through the one adapter."""
+    trace = Trace.model_validate_json(row["trace"])
+    rendered = render_judge_prompt(
+        taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
     )
+    body = chat_body(
+        model=str(config.model),
+        messages=rendered.messages,
+        schema=bounded_schema(label_json_schema(taxonomy), len(rendered.steps)),
+        name="Label",
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=request_seed(config.seed, trace.trace_id, 0),
+        n=1,
+        reasoning_effort=config.reasoning_effort,
+        chat_template_kwargs=config.chat_template_kwargs,
+    )
+    request = engine_request(body)
+    return {**row, "messages": request.messages, "sampling_params": request.sampling}
 
 
 def _engine_records(
@@ -285,50 +380,43 @@ def _engine_records(
     actors: int,
     batch_size: int,
 ) -> Any:
-    """Records from Ray's vLLM engine processor (GPU nodes; see the module docstring)."""
+    """Records from Ray's vLLM engine processor (see the module docstring)."""
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    from misstep.judge import label_json_schema, label_model
-    from misstep.judge._config import NEUTRAL_SAMPLING
-    from misstep.judge._openai import results_from_completion
+    from misstep.judge import label_model
+    from misstep.judge._vllm import engine_settings
 
-    schema = label_json_schema(taxonomy)
-    engine_kwargs = {
-        "structured_outputs_config": {"disable_any_whitespace": True},
-        **config.engine_args,
-    }
+    template_kwargs = engine_request(
+        chat_body(
+            model="",
+            messages=[],
+            schema={},
+            name="Label",
+            temperature=0.0,
+            max_tokens=1,
+            seed=0,
+            reasoning_effort=config.reasoning_effort,
+            chat_template_kwargs=config.chat_template_kwargs,
+        )
+    ).chat_template_kwargs
+    settings = engine_settings(config)
+    settings.pop("seed", None)  # per request
     processor = build_processor(
         vLLMEngineProcessorConfig(
             model_source=str(config.model),
-            engine_kwargs=engine_kwargs,
+            engine_kwargs=settings,
             concurrency=actors,
             batch_size=batch_size,
         ),
-        preprocess=lambda row: {
-            **row,
-            "messages": render_judge_prompt(
-                taxonomy,
-                Trace.model_validate_json(row["trace"]),
-                row["answer"] or None,
-                max_trace_tokens=config.max_trace_tokens,
-            ).messages,
-            "sampling_params": {
-                **NEUTRAL_SAMPLING,
-                "temperature": config.temperature,
-                "max_tokens": config.max_tokens,
-                "n": config.samples,
-                "seed": request_seed(
-                    config.seed, Trace.model_validate_json(row["trace"]).trace_id, 0
-                ),
-                "structured_outputs": {"json": schema},
-            },
-        },
+        preprocess=lambda row: _engine_row(row, config, taxonomy),
         postprocess=lambda row: {
             "trace": row["trace"],
             "answer": row["answer"],
+            "inclusion_prob": row["inclusion_prob"],
             "generated_text": row.get("generated_text", ""),
-            "finish_reason": row.get("finish_reason"),
+            "num_generated_tokens": row.get("num_generated_tokens"),
         },
+        builder_kwargs={"chat_template_kwargs": template_kwargs} if template_kwargs else None,
     )
     label_type = label_model(taxonomy)
     order = {key: i for i, key in enumerate(taxonomy.keys)}
@@ -338,18 +426,30 @@ def _engine_records(
             taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
         )
         steps = list(rendered.steps)
+        used = row.get("num_generated_tokens")
+        # Ray's processor passes no finish reason on: a reply that used every token was cut.
+        cut = isinstance(used, int) and used >= config.max_tokens
         completion = {
             "choices": [
                 {
-                    "message": {"content": row["generated_text"]},
-                    "finish_reason": row.get("finish_reason") or "stop",
+                    "message": {"content": row["generated_text"] or ""},
+                    "finish_reason": "length" if cut else "stop",
                 }
             ]
         }
-        results = [
-            _check_step(r, len(steps))
-            for r in results_from_completion(completion, label_type, config.max_tokens)
+        results = parse_completion(
+            completion, label_type, n_steps=len(steps), max_tokens=config.max_tokens
+        )
+        seed = request_seed(config.seed, trace.trace_id, 0)
+        results[0].extra["tries"] = [
+            {
+                "kind": "first",
+                "seed": seed,
+                "temperature": config.temperature,
+                "status": results[0].status.value,
+            }
         ]
+        prob = float(row["inclusion_prob"])
         yield record_of(
             trace,
             results,
@@ -359,4 +459,5 @@ def _engine_records(
             order=order,
             attempts=1,
             trace_cut=rendered.trace_cut,
+            inclusion_prob=prob if prob >= 0 else None,
         ).model_dump_json()

@@ -15,14 +15,23 @@ there (``failures``) from those where no sample was right (``no_correct_sample``
 selection can fix), and measures how often selection recovers the right answer among the
 failures (``recovered`` / ``failures``, with a Wilson interval).
 
-Records go to ``RUN_DIR/selections.jsonl`` (one per failure, appended, resumable: a failure
-already selected ``ok`` by this judge is not asked again), the run's manifest beside them.
+Records go to ``RUN_DIR/selections.jsonl`` as the replies arrive (one per failure, appended and
+flushed, resumable: a failure already selected ``ok`` by this judge is not asked again; a last
+line cut by a kill is repaired on the next run), the run's manifest beside them. Writers follow
+``misstep label``'s rules: when the judge's servers stop answering (``STOP_AFTER_SERVER_DOWN``
+requests in a row) the run stops with ``JudgeUnavailableError`` (exit 3) naming the server,
+the records written so far kept.
+
+The request goes through the judge's one exchange (``misstep.judge._exchange``): the choice is
+bounded by the grammar to the candidates shown, the analysis to ``ANALYSIS_MAX_CHARS``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,10 +41,10 @@ import orjson
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from misstep.errors import LabelStoreError, OptionError
+from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, JudgeRequest, request_seed
 from misstep.labels import LabelStatus, add_to_history, read_manifest, run_dir_lock, write_manifest
-from misstep.pipelines._label import _check_same_input, _manifest
+from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN, _check_same_input, _manifest
 from misstep.rollouts import Trace, input_digest, load_graded, read_traces
 
 if TYPE_CHECKING:
@@ -51,6 +60,8 @@ __all__ = [
 
 SELECTIONS_FILE = "selections.jsonl"
 SELECTION_RECORD_VERSION = 1
+ANALYSIS_MAX_CHARS = 1500
+"""Longest analysis the grammar allows (a small model that repeats itself stops here)."""
 _SYSTEM = (
     "You check solutions to a math problem. Several candidate solutions follow, each ending in "
     "a different final answer; at most one answer is right. Work out which candidate's final "
@@ -66,7 +77,10 @@ class Selection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="Selection")
 
-    analysis: str = Field(description="Brief reasoning about which final answer is right.")
+    analysis: str = Field(
+        max_length=ANALYSIS_MAX_CHARS,
+        description="Brief reasoning about which final answer is right.",
+    )
     choice: int = Field(ge=0, description="The number of the chosen candidate.")
 
 
@@ -137,12 +151,7 @@ def _judge_id(config: JudgeConfig) -> str:
     from misstep.judge import judge_id
 
     prompt = hashlib.sha256(_SYSTEM.encode()).hexdigest()
-    return judge_id(
-        config.model_copy(update={"backend": f"select-{config.backend}"}),
-        "select",
-        prompt,
-        Selection.model_json_schema(),
-    )
+    return judge_id(config, "select", prompt, Selection.model_json_schema(), kind="select")
 
 
 def _fence(text: str, limit: int) -> str:
@@ -223,6 +232,8 @@ def run_selection(
     schema["required"] = ["analysis", "choice"]
     judge = backend.for_label(Selection, schema, jid)
     with run_dir_lock(run_dir):
+        path = run_dir / SELECTIONS_FILE
+        _repair_tail(path)
         done = {
             (r.checkpoint, r.dataset, r.problem_id)
             for r in read_selections(run_dir)
@@ -238,20 +249,62 @@ def run_selection(
         )
         write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
         todo = [key for key in keys if key not in done]
-        records = asyncio.run(
-            _select_all(judge, backend, todo, cands, texts, config, jid, max_candidate_chars)
-        )
-        path = run_dir / SELECTIONS_FILE
         with open(path, "ab") as fh:
-            for record in records:
+
+            def write(record: SelectionRecord) -> None:
                 fh.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+                fh.flush()
+
+            written = asyncio.run(
+                _select_all(
+                    judge,
+                    backend,
+                    todo,
+                    cands,
+                    texts,
+                    config,
+                    jid,
+                    max_candidate_chars,
+                    write,
+                    schema,
+                )
+            )
+            os.fsync(fh.fileno())
     return SelectionSummary(
         run_dir=str(run_dir),
         judge=jid,
         failures=len(keys),
-        written=len(records),
+        written=written,
         resumed=len(keys) - len(todo),
     )
+
+
+def _repair_tail(path: Path) -> None:
+    """A last line cut by a kill: keep it when it parses (only the newline was lost), else
+    drop it (that failure is asked again)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        cut, pos = -1, size
+        while pos > 0 and cut < 0:
+            start = max(0, pos - (1 << 16))
+            fh.seek(start)
+            block = fh.read(pos - start)
+            found = block.rfind(b"\n")
+            cut = start + found if found >= 0 else -1
+            pos = start
+        fh.seek(cut + 1)
+        fragment = fh.read()
+        try:
+            SelectionRecord.model_validate_json(fragment)
+        except ValueError:
+            fh.truncate(size - len(fragment))
+        else:
+            fh.write(b"\n")
 
 
 async def _select_all(
@@ -263,8 +316,14 @@ async def _select_all(
     config: JudgeConfig,
     jid: str,
     limit: int,
-) -> list[SelectionRecord]:
+    write: Any,
+    base_schema: dict[str, Any],
+) -> int:
+    """Ask every failure of ``todo``; each record is written (``write``) as it arrives.
+    Returns the number written; raises JudgeUnavailableError when the servers stop
+    answering."""
     gate = asyncio.Semaphore(config.concurrency)
+    down_streak = 0
 
     async def one(key: tuple[str, str, str]) -> SelectionRecord:
         checkpoint, dataset, problem_id = key
@@ -296,15 +355,27 @@ async def _select_all(
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": "\n\n".join(parts)},
         ]
+        schema = copy.deepcopy(base_schema)
+        schema["properties"]["choice"]["maximum"] = len(shown) - 1
         request = JudgeRequest(
             trace=first if first is not None else Trace(problem_id=problem_id, response=""),
             final_answer=None,
             steps=[],
             messages=messages,
             seed=request_seed(config.seed, f"{checkpoint}/{dataset}/{problem_id}", 0),
+            schema=schema,
         )
         async with gate:
             result = await judge.judge(request)
+        nonlocal down_streak
+        down_streak = down_streak + 1 if result.server_down else 0
+        if down_streak >= STOP_AFTER_SERVER_DOWN:
+            raise JudgeUnavailableError(
+                url=", ".join(backend.base_urls or [backend.base_url]),
+                reason=f"{down_streak} requests in a row could not reach it ({result.reason}); "
+                "selection stopped, the selections written so far are kept",
+                hint="fix the server and run the same command again: it resumes where it stopped",
+            )
         usage = result.extra.get("usage") or {}
         tokens = {
             "prompt_tokens": usage.get("prompt_tokens") if isinstance(usage, dict) else None,
@@ -342,10 +413,18 @@ async def _select_all(
             **tokens,
         )
 
+    tasks = [asyncio.ensure_future(one(key)) for key in todo]
+    written = 0
     try:
-        return list(await asyncio.gather(*(one(key) for key in todo)))
+        for finished in asyncio.as_completed(tasks):
+            write(await finished)
+            written += 1
     finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await backend.aclose()  # the select judge shares its clients
+    return written
 
 
 def read_selections(run_dir: str | Path) -> Iterator[SelectionRecord]:
