@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean real-vllm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,12 +23,19 @@ demo: $(STAMP)
 	$(BIN)/misstep demo --out demo-run
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/mypy
 
+# The real-vLLM tier (tests/real) runs inside `make test`: with CI=true it builds its environment
+# (~/.cache/misstep/vllm: vLLM CPU build + converted SmolLM2-135M) when missing and fails loudly if
+# it cannot; elsewhere it skips unless that environment is built (`make real-vllm` builds it).
 test: $(TEST_STAMP) lint
 	$(BIN)/python -m pytest -q
+
+real-vllm: $(TEST_STAMP)
+	python3.11 scripts/real_vllm_env.py
+	MISSTEP_REAL_VLLM=1 $(BIN)/python -m pytest -q tests/real
 
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache .mypy_cache .ruff_cache

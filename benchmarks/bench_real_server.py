@@ -59,7 +59,9 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
 
-async def _bare(base_url: str, bodies: list[dict[str, object]], concurrency: int) -> dict[str, float]:
+async def _bare(
+    base_url: str, bodies: list[dict[str, object]], concurrency: int
+) -> dict[str, float]:
     sem = asyncio.Semaphore(concurrency)
     prompt_tokens: list[int] = []
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -91,7 +93,9 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
-def _misstep_label(traces: Path, run: Path, base_url: str, concurrency: int, max_tokens: int) -> dict[str, object]:
+def _misstep_label(
+    traces: Path, run: Path, base_url: str, concurrency: int, max_tokens: int
+) -> dict[str, object]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -118,9 +122,12 @@ def _misstep_label(traces: Path, run: Path, base_url: str, concurrency: int, max
         "labels_per_s": len(sent) / wall,
         "wall_s": wall,
         "labels": len(sent),
-        "statuses": {s: sum(1 for x in sent if x["status"] == s) for s in {x["status"] for x in sent}},
+        "statuses": {
+            s: sum(1 for x in sent if x["status"] == s) for s in {x["status"] for x in sent}
+        },
         "client_cpu_s_per_label": cpu / max(1, len(sent)),
-        "prompt_tokens_per_label": sum(x.get("prompt_tokens") or 0 for x in sent) / max(1, len(sent)),
+        "prompt_tokens_per_label": sum(x.get("prompt_tokens") or 0 for x in sent)
+        / max(1, len(sent)),
         "rss_mib_first_third_max": max(rss[:third]) / 1024 if rss else None,
         "rss_mib_last_third_max": max(rss[-third:]) / 1024 if rss else None,
         "rss_mib_peak": max(rss) / 1024 if rss else None,
