@@ -5,7 +5,8 @@ requests. Prints one JSON object.
 Usage (a Python with vllm and misstep's dependencies; on CPU set VLLM_CPU_KVCACHE_SPACE):
     python benchmarks/bench_engine_async.py --model DIR [--traces FILE] [--n 12] [--batch 4]
 
-The requests are the first ``--n`` wrong ProcessBench traces with a final answer
+The JSON is the last line of stdout (vLLM logs to stdout too). The requests are the first
+``--n`` wrong ProcessBench traces with a final answer
 (/work/shared/data/processbench by default), rendered and bounded as ``misstep label`` sends
 them and translated by the one adapter (``misstep.judge.engine_request``). Both cases use the
 same engine settings (xgrammar, no free whitespace, ``--max-model-len``), greedy decoding and
@@ -119,19 +120,23 @@ def main() -> None:
         assert final is not None
         return final.outputs[0].text, final.outputs[0].finish_reason
 
-    async def run_async() -> list[tuple[str, str | None]]:
-        return list(await asyncio.gather(*(one(i) for i in range(len(engine_requests)))))
+    async def run_async() -> tuple[list[tuple[str, str | None]], float]:
+        # One event loop for the engine's whole life: AsyncLLM binds its output handler to
+        # the loop of its first request (a second asyncio.run finds the engine dead).
+        await asyncio.gather(*(one(i) for i in range(len(engine_requests))))  # warm-up
+        start = time.perf_counter()
+        out = list(await asyncio.gather(*(one(i) for i in range(len(engine_requests)))))
+        return out, time.perf_counter() - start
 
     try:
-        asyncio.run(run_async())  # warm-up (grammar compilation, first kernels)
-        start = time.perf_counter()
-        async_out = asyncio.run(run_async())
-        async_s = time.perf_counter() - start
+        async_out, async_s = asyncio.run(run_async())
     finally:
         engine.shutdown()
 
-    # lock-step batches
+    # lock-step batches (the warm-up: one batch of the same requests, as above)
     llm = vllm.LLM(**common, structured_outputs_config=structured)
+    warm = engine_requests[: args.batch]
+    llm.chat([r.messages for r in warm], sampling_params=[sampling_params(vllm, r) for r in warm])
     lock_out: list[tuple[str, str | None]] = []
     start = time.perf_counter()
     for lo in range(0, len(engine_requests), args.batch):
@@ -155,6 +160,7 @@ def main() -> None:
     print(
         json.dumps(
             {
+                "benchmark": "bench_engine_async",
                 "model": args.model,
                 "requests": len(requests),
                 "batch": args.batch,
@@ -163,8 +169,7 @@ def main() -> None:
                 "ratio": round(lockstep_s / async_s, 3),
                 "async_statuses": counts(async_out),
                 "lockstep_statuses": counts(lock_out),
-            },
-            indent=2,
+            }
         )
     )
 

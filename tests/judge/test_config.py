@@ -94,11 +94,28 @@ def test_judge_id_model_form_and_what_it_covers() -> None:
 
 def test_judge_id_covers_the_step_segmentation(monkeypatch: pytest.MonkeyPatch) -> None:
     import misstep.judge._config as config_module
+    import misstep.prompts
+    import misstep.prompts._render as render
 
     base = JudgeConfig(backend="openai", model="m")
     jid = judge_id(base, "a" * 12, "b" * 12)
-    monkeypatch.setattr(config_module, "segmentation_hash", lambda: "another splitter")
-    assert judge_id(base, "a" * 12, "b" * 12) != jid
+    before = config_module.segmentation_hash()
+    # a splitter that cuts differently (every line its own step) changes the fingerprint
+    original = render.split_steps
+
+    def by_lines(trace: object) -> list[str]:
+        text = getattr(trace, "response", trace)
+        steps = original(trace)  # type: ignore[arg-type]
+        return [line for line in str(text).splitlines() if line.strip()] or steps
+
+    monkeypatch.setattr(render, "split_steps", by_lines)
+    monkeypatch.setattr(misstep.prompts, "split_steps", by_lines)
+    config_module.segmentation_hash.cache_clear()
+    try:
+        assert config_module.segmentation_hash() != before
+        assert judge_id(base, "a" * 12, "b" * 12) != jid
+    finally:
+        config_module.segmentation_hash.cache_clear()
 
 
 def test_judge_id_sanitises_model_names() -> None:

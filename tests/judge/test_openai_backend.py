@@ -274,3 +274,16 @@ def test_api_key_from_env_is_sent_but_never_in_results(
     fake_openai.fault = "truncated"
     result = _run(_judge(fake_openai, max_retries=0), _request())
     assert "sk-secret" not in repr(result)
+
+
+def test_a_reply_from_another_model_is_refused(fake_openai: FakeOpenAIServer) -> None:
+    from misstep.judge._exchange import TransportGaveUp
+
+    judge = _judge(fake_openai)
+    judge._check_model({"model": "fake-judge"}, 1)  # the model asked: kept
+    with pytest.raises(TransportGaveUp) as info:
+        judge._check_model({"model": "another-judge"}, 1)
+    result = info.value.result
+    assert result.status is LabelStatus.FAILED and result.server_down == "wrong-model"
+    assert "'another-judge'" in (result.reason or "")
+    asyncio.run(judge.aclose())

@@ -132,3 +132,54 @@ def test_label_cli_on_ray(tmp_path: Path, fake: FakeOpenAIServer, cluster: None)
     assert sum(lab.status is LabelStatus.OK for lab in labels.values()) == 6
     bad = CliRunner().invoke(app, [*args[:4], "--ray", "2"])  # the rules judge on Ray: no
     assert bad.exit_code == 2 and "--judge openai" in bad.output
+
+
+def test_engine_rows_come_from_the_one_adapter_and_carry_the_retry() -> None:
+    """No cluster needed: the row Ray's processor gets, and the plan of a retry."""
+    import json
+
+    from misstep.judge import RetryPolicy, request_seed
+    from misstep.pipelines._ray import _engine_row, _plan
+    from misstep.rollouts import Trace
+
+    trace = Trace(trace_id="t0", problem_id="p", response="1 + 1 = 3\n\nSo 3.")
+    config = JudgeConfig(backend="vllm", model="m", max_tokens=99, reasoning_effort="low")
+    policy = RetryPolicy()
+    seed = request_seed(0, "t0", 0)
+    first = _plan(None, trace, config, policy)
+    assert first is not None
+    row = _engine_row({"trace": trace.model_dump_json(), "answer": "3", "plan": first},
+                      config, TAXONOMY)  # fmt: skip
+    sampling = row["sampling_params"]
+    assert (sampling["seed"], sampling["max_tokens"], sampling["n"]) == (seed, 99, 1)
+    step = sampling["structured_outputs"]["json"]["properties"]["first_error_step"]
+    assert step["maximum"] == 1  # two steps shown
+    first_try = {"kind": "first", "seed": seed, "temperature": 0.0, "status": "truncated"}
+    cut = {"status": "truncated", "tries": [first_try]}
+    retry = _plan(cut, trace, config, policy)
+    assert retry is not None
+    plan = json.loads(retry)
+    assert (plan["kind"], plan["seed"], plan["temperature"]) == ("cut-retry", seed + 1_000_003, 0.3)
+    broken = {"status": "unparseable", "raw_reply": "{oops", "reason": "reply: bad JSON"}
+    reask = _plan(broken, trace, config, policy)
+    assert reask is not None
+    row = _engine_row({"trace": trace.model_dump_json(), "answer": "3", "plan": reask},
+                      config, TAXONOMY)  # fmt: skip
+    assert row["messages"][-2] == {"role": "assistant", "content": "{oops"}
+    second = {"kind": "cut-retry", "seed": 1, "temperature": 0.3, "status": "truncated"}
+    given_up = {**cut, "tries": [first_try, second]}
+    assert _plan(given_up, trace, config, policy) is None
+
+
+def test_ray_honours_limit_and_pilot(tmp_path: Path, fake: FakeOpenAIServer, cluster: None) -> None:
+    from misstep.pipelines._ray import label_with_ray
+
+    traces = _mixed(tmp_path)
+    config = JudgeConfig(backend="openai", base_url=fake.base_url)
+    summary = label_with_ray(traces, tmp_path / "a", config, taxonomy=TAXONOMY, actors=1, limit=3)
+    assert summary.traces == 3 and len(read_labels(tmp_path / "a")) == 3
+    label_with_ray(traces, tmp_path / "b", config, taxonomy=TAXONOMY, actors=1, pilot=2)
+    labels = read_labels(tmp_path / "b")
+    judged = [lab for lab in labels.values() if lab.status is LabelStatus.OK]
+    assert len(judged) == 2 and all(lab.inclusion_prob is not None for lab in judged)
+    assert sum(lab.reason == "not sampled" for lab in labels.values()) == 4  # 6 wrong, 2 drawn

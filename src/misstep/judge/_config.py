@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -90,18 +91,39 @@ class JudgeConfig(BaseModel):
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def segmentation_hash() -> str:
-    """Hash of how a trace becomes the numbered steps and the prompt around them: the source
-    of ``misstep.prompts``' step splitter and renderer (the templates are ``prompt_hash``). A
-    change there changes what ``first_error_step`` indexes, so it changes the judge id."""
-    import misstep.prompts._render as render
-    import misstep.prompts._steps as steps
+_PROBES = (
+    "We add 3 and 4.\n\n3 + 4 = 8\n\nSo the answer is $\\boxed{8}$.",
+    "Step 1: Let x = 2. Step 2: Then 2x = 5.\nStep 3: The answer is 5.",
+    "First, e.g. 1.5 + 2 = 3.5. Next, compute $$\\frac{1}{2} + 1.\n= 1.5$$ and "
+    "\\(a = b\\). Thus x = 3! Is it? Yes.\n2. Then we stop.\n= 7\n" * 12,
+    "<think>Let me think. 2 * 3 = 6.\n\nHmm, check: 6 / 2 = 3.</think>\n\nThe answer is 6.",
+    "",
+)
+"""Responses in the forms the splitter handles (paragraphs, steps, one long paragraph with
+formulas, abbreviations and enumerators, a think block, nothing): their steps and prompts
+fingerprint the segmentation."""
 
-    digest = hashlib.sha256()
-    for module in (steps, render):
-        with open(str(module.__file__), "rb") as fh:
-            digest.update(fh.read())
-    return digest.hexdigest()
+
+@functools.cache
+def segmentation_hash() -> str:
+    """Fingerprint of how a trace becomes the numbered steps and the prompt around them: the
+    steps ``misstep.prompts`` splits from ``_PROBES`` and the messages it renders for them,
+    once with the default trace budget and once with a budget that cuts steps. A change in
+    step splitting, numbering, fencing or budgeting changes what ``first_error_step`` indexes,
+    so it changes the judge id; a refactor with the same output does not."""
+    from misstep.prompts import render_judge_prompt, split_steps
+    from misstep.rollouts import Trace
+    from misstep.taxonomy import load_taxonomy
+
+    taxonomy = load_taxonomy(None)
+    material: list[object] = []
+    for i, text in enumerate(_PROBES):
+        trace = Trace(problem_id=f"probe{i}", problem="Compute it.", response=text)
+        material.append(split_steps(trace))
+        for budget in (6000, 60):
+            rendered = render_judge_prompt(taxonomy, trace, "8", max_trace_tokens=budget)
+            material.append([rendered.messages, rendered.steps, list(rendered.shown_steps)])
+    return hashlib.sha256(json.dumps(material).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def judge_id(
@@ -117,7 +139,8 @@ def judge_id(
     Without a model: ``rules:tx<6 hex of taxonomy>:pr<4 hex of prompt>``. With a model:
     ``<kind>:<model basename>:<8 hex>`` (``kind`` is ``llm`` for labels, ``select`` for
     ``misstep select``) where the hex covers everything that changes a label: the model, the
-    taxonomy hash, the prompt hash, the step segmentation (``segmentation_hash``), the JSON
+    taxonomy hash, the prompt hash, the step segmentation and rendering
+    (``segmentation_hash``, a fingerprint of their output on fixed probes), the JSON
     schema (before its per-trace bounds, which follow from the steps), every sampling field
     (``JudgeConfig.sampling``), the trace token budget and the engine settings. Not the
     backend: the same request sent live, offline, in a run-batch file or on Ray is one judge,

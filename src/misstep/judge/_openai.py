@@ -50,7 +50,6 @@ __all__ = [
     "create_openai_judge",
     "probe_models",
     "probe_server",
-    "request_body",
     "server_version",
 ]
 
@@ -430,33 +429,6 @@ class OpenAIJudge:
             max_tokens=self._max_tokens,
             policy=self._policy,
         )
-
-
-def request_body(
-    *,
-    model: str,
-    messages: list[dict[str, str]],
-    schema: dict[str, Any],
-    temperature: float,
-    max_tokens: int,
-    seed: int,
-    n: int = 1,
-    reasoning_effort: str | None = None,
-    chat_template_kwargs: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The chat-completions body of a label request (``chat_body`` with the name ``Label``)."""
-    return chat_body(
-        model=model,
-        messages=messages,
-        schema=schema,
-        name="Label",
-        temperature=temperature,
-        max_tokens=max_tokens,
-        seed=seed,
-        n=n,
-        reasoning_effort=reasoning_effort,
-        chat_template_kwargs=chat_template_kwargs,
-    )
 
 
 DROP_AFTER_FAILURES = 3

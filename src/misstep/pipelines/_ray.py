@@ -16,8 +16,10 @@ validation, same resume, same judge id for the same configuration):
   ``reasoning_effort`` go to Ray's chat-template stage). Ray's processor keeps only the first
   output of a request, so ``--samples`` above 1 is refused there. A reply is ``truncated``
   when it used all of ``max_tokens`` (the processor does not pass the finish reason on). Each
-  generated text is validated by the exchange's one validator. Needs vLLM on the cluster (GPU
-  nodes by default: Ray asks for one GPU per engine).
+  generated text is validated by the exchange's one validator. The processor cannot retry
+  inline: a cut or broken reply is stored, and the next run sends its retry as ``misstep
+  export-requests`` does (another seed at T >= 0.3, or the re-ask), until the retry policy
+  gives up. Needs vLLM on the cluster (GPU nodes by default: Ray asks for one GPU per engine).
 
 Both honour ``--limit``, ``--per-checkpoint`` / ``--pilot`` (the same sample ``misstep label``
 draws, inclusion probabilities kept) and ``--skip-invalid`` (rejects to ``RUN_DIR/rejects.jsonl``).
@@ -30,6 +32,7 @@ each record as it comes back: a run killed half-way resumes where it stopped.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from misstep.errors import BackendNotInstalledError, OptionError
 from misstep.judge import (
     JudgeConfig,
+    RetryPolicy,
     bounded_schema,
     chat_body,
     create_judge,
@@ -45,9 +49,11 @@ from misstep.judge import (
     judge_id,
     label_json_schema,
     parse_completion,
+    reask_messages,
     request_seed,
 )
 from misstep.labels import (
+    LabelStatus,
     LabelStore,
     StoredLabel,
     add_to_history,
@@ -55,6 +61,7 @@ from misstep.labels import (
     run_dir_lock,
     write_manifest,
 )
+from misstep.pipelines._batch import _problem, _retry_state, _tries_of
 from misstep.pipelines._budget import label_sample
 from misstep.pipelines._label import (
     NOT_SAMPLED,
@@ -199,6 +206,8 @@ def label_with_ray(
         with run_dir_lock(run_dir):
             _check_one_judge(run_dir, judge_id, add_judge)
             index = _load_index(run_dir / "labels.jsonl")
+            retry = _retry_state(run_dir / "labels.jsonl", judge_id) if engine else {}
+            policy = RetryPolicy()
             work = run_dir / WORK_FILE
             rows = 0
             with LabelStore(run_dir) as store:
@@ -230,11 +239,16 @@ def label_with_ray(
                         status_counts["ok"] += 1
                         continue
                     prob = -1.0 if sample is None else float(sample.get(trace.trace_id, -1.0))
+                    plan = _plan(retry.get(trace.trace_id), trace, config, policy)
+                    if plan is None:  # the retry policy keeps the cut or broken reply
+                        status_counts[str(retry[trace.trace_id]["status"])] += 1
+                        continue
                     batch.append(
                         {
                             "trace": trace.model_dump_json(),
                             "answer": answer or "",
                             "inclusion_prob": prob,
+                            "plan": plan,
                         }
                     )
                     rows += 1
@@ -331,7 +345,12 @@ class _ParquetRows:
         table = pa.Table.from_pylist(
             rows,
             schema=pa.schema(
-                [("trace", pa.string()), ("answer", pa.string()), ("inclusion_prob", pa.float64())]
+                [
+                    ("trace", pa.string()),
+                    ("answer", pa.string()),
+                    ("inclusion_prob", pa.float64()),
+                    ("plan", pa.string()),
+                ]
             ),
         )
         if self._writer is None:
@@ -350,20 +369,50 @@ def _engine_judge_id(config: JudgeConfig, taxonomy: Taxonomy) -> str:
     return judge_id(config, taxonomy.hash, prompt_hash(), label_json_schema(taxonomy))
 
 
+def _plan(
+    previous: dict[str, Any] | None, trace: Trace, config: JudgeConfig, policy: RetryPolicy
+) -> str | None:
+    """The attempt to send for a trace, as JSON (kind, seed, temperature, the attempts before,
+    and for a re-ask the broken reply and its problem); None when the retry policy keeps the
+    stored cut or broken reply."""
+    first_seed = request_seed(config.seed, trace.trace_id, 0)
+    plan: dict[str, Any] = {
+        "kind": "first",
+        "seed": first_seed,
+        "temperature": config.temperature,
+        "before": [],
+    }
+    if previous is not None:
+        before = _tries_of(previous, first_seed, config.temperature)
+        step = policy.next_try(before, LabelStatus(str(previous["status"])), config.temperature)
+        if step is None:
+            return None
+        plan.update(kind=step[0], seed=step[1], temperature=step[2])
+        plan["before"] = [t.as_dict() for t in before]
+        if step[0] == "reask":
+            plan["raw"] = str(previous.get("raw_reply") or "")
+            plan["problem"] = _problem(str(previous.get("reason") or ""))
+    return json.dumps(plan)
+
+
 def _engine_row(row: dict[str, Any], config: JudgeConfig, taxonomy: Taxonomy) -> dict[str, Any]:
     """A Ray row of one trace: the live path's chat body through the one adapter."""
     trace = Trace.model_validate_json(row["trace"])
+    plan = json.loads(row["plan"])
     rendered = render_judge_prompt(
         taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
     )
+    messages = rendered.messages
+    if plan["kind"] == "reask":
+        messages = reask_messages(messages, plan["raw"], plan["problem"])
     body = chat_body(
         model=str(config.model),
-        messages=rendered.messages,
+        messages=messages,
         schema=bounded_schema(label_json_schema(taxonomy), len(rendered.steps)),
         name="Label",
-        temperature=config.temperature,
+        temperature=float(plan["temperature"]),
         max_tokens=config.max_tokens,
-        seed=request_seed(config.seed, trace.trace_id, 0),
+        seed=int(plan["seed"]),
         n=1,
         reasoning_effort=config.reasoning_effort,
         chat_template_kwargs=config.chat_template_kwargs,
@@ -401,6 +450,14 @@ def _engine_records(
     ).chat_template_kwargs
     settings = engine_settings(config)
     settings.pop("seed", None)  # per request
+    try:  # Ray hands engine_kwargs to AsyncEngineArgs, which wants the config object
+        from vllm.config import StructuredOutputsConfig
+
+        settings["structured_outputs_config"] = StructuredOutputsConfig(
+            **settings["structured_outputs_config"]
+        )
+    except ImportError:  # a driver without vllm: the workers' VllmConfig validates the dict
+        pass
     processor = build_processor(
         vLLMEngineProcessorConfig(
             model_source=str(config.model),
@@ -413,6 +470,7 @@ def _engine_records(
             "trace": row["trace"],
             "answer": row["answer"],
             "inclusion_prob": row["inclusion_prob"],
+            "plan": row["plan"],
             "generated_text": row.get("generated_text", ""),
             "num_generated_tokens": row.get("num_generated_tokens"),
         },
@@ -440,15 +498,17 @@ def _engine_records(
         results = parse_completion(
             completion, label_type, n_steps=len(steps), max_tokens=config.max_tokens
         )
-        seed = request_seed(config.seed, trace.trace_id, 0)
-        results[0].extra["tries"] = [
+        plan = json.loads(row["plan"])
+        tries = [
+            *plan["before"],
             {
-                "kind": "first",
-                "seed": seed,
-                "temperature": config.temperature,
+                "kind": plan["kind"],
+                "seed": plan["seed"],
+                "temperature": plan["temperature"],
                 "status": results[0].status.value,
-            }
+            },
         ]
+        results[0].extra["tries"] = tries
         prob = float(row["inclusion_prob"])
         yield record_of(
             trace,
@@ -457,7 +517,7 @@ def _engine_records(
             judge=judge_id,
             samples=config.samples,
             order=order,
-            attempts=1,
+            attempts=len(tries),
             trace_cut=rendered.trace_cut,
             inclusion_prob=prob if prob >= 0 else None,
         ).model_dump_json()
