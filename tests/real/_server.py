@@ -57,6 +57,11 @@ class VllmEnv:
         env["VLLM_CPU_KVCACHE_SPACE"] = KV_CACHE_GIB
         env["PATH"] = f"{self.python.parent}{os.pathsep}{env.get('PATH', '')}"
         env["PYTHONUNBUFFERED"] = "1"
+        # vLLM keeps its compiled-model cache under XDG_CACHE_HOME, which the suite points at a
+        # fresh folder per test: pin it, or every engine start recompiles (minutes on 2 cores).
+        env["VLLM_CACHE_ROOT"] = os.environ.get(
+            "VLLM_CACHE_ROOT", str(Path("~/.cache/vllm").expanduser())
+        )
         env.update(extra)
         return env
 
@@ -146,6 +151,16 @@ class Proc:
         self._out.close()
         _LIVE.discard(self)
 
+    def wait(self, timeout: float) -> int | None:
+        """The command's exit status, or None at ``timeout``; either way the group is gone
+        afterwards."""
+        try:
+            code: int | None = self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.stop(grace=5)
+        return code
+
     def tail(self, n: int = 40) -> str:
         lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
         return "\n".join(lines[-n:])
@@ -192,13 +207,18 @@ class Server:
         self.proc.stop()
         raise RuntimeError(f"vLLM server not ready after {timeout:.0f} s:\n{self.proc.tail()}")
 
-    def alive(self) -> bool:
-        if not self.proc.alive():
-            return False
-        try:
-            return httpx.get(self.base_url + "/models", timeout=5).status_code == 200
-        except httpx.HTTPError:
-            return False
+    def alive(self, patience: float = 60.0) -> bool:
+        """The process runs and answers /v1/models within ``patience`` seconds (a loaded
+        machine can take many seconds; a restart costs minutes)."""
+        deadline = time.monotonic() + patience
+        while self.proc.alive():
+            try:
+                return httpx.get(self.base_url + "/models", timeout=10).status_code == 200
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(1)
+        return False
 
     def stop(self) -> None:
         self.proc.stop()

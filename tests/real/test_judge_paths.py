@@ -9,10 +9,9 @@ the plumbing (requests, grammar, statuses, resumption), not the labels' quality.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-from tests.real._server import Server, VllmEnv
+from tests.real._server import Proc, Server, VllmEnv
 from tests.real.conftest import (
     CONCURRENCY,
     MAX_TOKENS,
@@ -43,6 +42,12 @@ def test_live_rerun_resumes_without_asking_again(
     assert after - before <= 12 - ok
 
 
+def _traceback(stderr: str) -> str:
+    """The last Python traceback in a vLLM log (the engine core's cause), else its tail."""
+    start = stderr.rfind("Traceback (most recent call last)")
+    return stderr[start:][-6000:] if start >= 0 else stderr[-3000:]
+
+
 def test_batch_round_trip_through_vllm_run_batch(
     live_run: Path, vllm_env: VllmEnv, real_server: Server, tmp_path: Path
 ) -> None:
@@ -70,12 +75,14 @@ def test_batch_round_trip_through_vllm_run_batch(
             "-i", str(requests), "-o", str(replies), "--model", str(vllm_env.model),
             *real_server.flags,
         ]  # fmt: skip
-        done = subprocess.run(
-            cmd, env=vllm_env.environ(), capture_output=True, text=True, timeout=900
-        )
-        assert done.returncode == 0, done.stderr[-4000:]
+        # Supervised like a server, so that a time-out leaves no engine behind.
+        log = tmp_path / f"run_batch{rounds}.log"
+        code = Proc(cmd, env=vllm_env.environ(), log=log).wait(timeout=900)
+        stderr = log.read_text(encoding="utf-8", errors="replace")
+        assert code == 0, stderr[-4000:]
         lines = [json.loads(x) for x in replies.read_text(encoding="utf-8").splitlines()]
-        assert [ln["response"]["status_code"] for ln in lines] == [200] * n
+        codes = [ln["response"]["status_code"] for ln in lines]
+        assert codes == [200] * n, f"{codes}\n{_traceback(stderr)}"
         run_misstep("ingest-replies", str(run), str(replies))
         print(f"run-batch round {rounds}: {n} requests -> {dict(statuses(run))}")
     assert_issue20_bar(run, "run-batch round trip")
