@@ -64,7 +64,7 @@ def test_batch_round_trip_through_vllm_run_batch(
             "--model", str(vllm_env.model), "--max-tokens", MAX_TOKENS,
         )  # fmt: skip
         requests = run / "requests.jsonl"
-        n = sum(1 for _ in requests.open(encoding="utf-8"))
+        n = len(requests.read_text(encoding="utf-8").splitlines())
         if rounds == 1:
             assert n == 12
         if n == 0:
