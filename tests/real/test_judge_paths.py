@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.real._server import Proc, Server, VllmEnv
+from tests.real._server import CPU_FLAGS, Proc, Server, VllmEnv
 from tests.real.conftest import (
     CONCURRENCY,
     MAX_TOKENS,
@@ -73,7 +73,7 @@ def test_batch_round_trip_through_vllm_run_batch(
         cmd = [
             str(vllm_env.python), "-m", "vllm.entrypoints.launchers.run_batch",
             "-i", str(requests), "-o", str(replies), "--model", str(vllm_env.model),
-            *real_server.flags,
+            *real_server.flags, *CPU_FLAGS,
         ]  # fmt: skip
         # Supervised like a server, so that a time-out leaves no engine behind.
         log = tmp_path / f"run_batch{rounds}.log"
