@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DOCS_STAMP := $(VENV)/.installed-docs
 
-.PHONY: demo test lint docs bench clean
+.PHONY: demo test lint docs bench clean real-vllm
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,16 +30,23 @@ demo: $(STAMP)
 	$(BIN)/misstep demo --out demo-run
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/ruff format --check src tests benchmarks examples scripts
 	$(BIN)/mypy
 
 # --strict: a broken link, a missing page or a docstring mkdocstrings cannot read fails the build.
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+# The real-vLLM tier (tests/real) runs inside `make test`: with CI=true it builds its environment
+# (~/.cache/misstep/vllm: vLLM CPU build + converted SmolLM2-135M) when missing and fails loudly if
+# it cannot; elsewhere it skips unless that environment is built (`make real-vllm` builds it).
 test: $(TEST_STAMP) lint docs
 	$(BIN)/python -m pytest -q
+
+real-vllm: $(TEST_STAMP)
+	$(PYTHON) scripts/real_vllm_env.py
+	MISSTEP_REAL_VLLM=1 $(BIN)/python -m pytest -q tests/real
 
 clean:
 	rm -rf $(VENV) demo-run site .pytest_cache .mypy_cache .ruff_cache
