@@ -40,7 +40,13 @@ if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["STRUCTURED_OUTPUTS_CONFIG", "VLLMJudge", "create_vllm_judge", "engine_settings"]
+__all__ = [
+    "CPU_MAX_BATCHED_TOKENS",
+    "STRUCTURED_OUTPUTS_CONFIG",
+    "VLLMJudge",
+    "create_vllm_judge",
+    "engine_settings",
+]
 
 STRUCTURED_OUTPUTS_CONFIG: dict[str, Any] = {"backend": "xgrammar", "disable_any_whitespace": True}
 """The engine's structured-output settings: no free whitespace in the JSON grammar (greedy
@@ -58,6 +64,10 @@ def _import_vllm() -> Any:
             backend="vllm", extra="vllm", reason=f"the vllm package cannot be imported ({exc})"
         ) from None
     return vllm
+
+
+CPU_MAX_BATCHED_TOKENS = 16384
+"""The engine's token budget per step on a CPU build, unless ``--engine-arg`` sets one."""
 
 
 def engine_settings(config: JudgeConfig) -> dict[str, Any]:
@@ -229,6 +239,13 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     from vllm.v1.engine.async_llm import AsyncLLM
 
     settings = engine_settings(config)
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cpu():
+        # vLLM 0.32's CPU generators have no offset: a seeded, sampled request (the retry of a
+        # cut reply) whose prompt is prefilled in chunks crashes the engine (`set_offset` in
+        # gpu_model_runner). A token budget above any judge prompt keeps prefills whole.
+        settings.setdefault("max_num_batched_tokens", CPU_MAX_BATCHED_TOKENS)
     settings["structured_outputs_config"] = StructuredOutputsConfig(
         **settings["structured_outputs_config"]
     )
