@@ -83,6 +83,7 @@ PUBLIC = {
         "read_labels",
         "read_manifest",
         "read_status_index",
+        "repair_tail",
         "run_dir_lock",
         "write_manifest",
     ],

@@ -26,6 +26,7 @@ from misstep.labels._store import (
     read_status_index,
     write_manifest,
 )
+from misstep.labels._tail import repair_tail
 
 __all__ = [
     "HUMAN_DIR",
@@ -51,6 +52,7 @@ __all__ = [
     "read_labels",
     "read_manifest",
     "read_status_index",
+    "repair_tail",
     "run_dir_lock",
     "write_manifest",
 ]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from misstep.errors import LabelStoreError
 from misstep.labels._record import LabelStatus, StoredLabel
+from misstep.labels._tail import repair_tail
 
 __all__ = [
     "LABELS_FILE",
@@ -73,41 +74,9 @@ class LabelStore:
         self._last_sync = time.monotonic()
 
     def _repair_tail(self) -> None:
-        """Make the file end with a complete line before anything is appended.
-
-        A last line without its newline was cut by a kill. If it still parses as a record,
-        only the newline was lost: add it. Otherwise drop the fragment (it holds no usable
-        label; that trace is simply retried), so that it never sits in the middle of the file
-        where it would read as corruption."""
-        size = self.path.stat().st_size
-        if size == 0:
-            return
-        with open(self.path, "rb") as fh:
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return
-            # Walk back in blocks to the last newline: a cut last line can be long (a server
-            # that ignored max_tokens left 200 KB in one record).
-            cut, pos = -1, size
-            while pos > 0 and cut < 0:
-                start = max(0, pos - (1 << 16))
-                fh.seek(start)
-                block = fh.read(pos - start)
-                found = block.rfind(b"\n")
-                cut = start + found if found >= 0 else -1
-                pos = start
-            fh.seek(cut + 1)
-            fragment = fh.read()
-        try:
-            complete = isinstance(orjson.loads(fragment), dict)
-        except orjson.JSONDecodeError:
-            complete = False
-        if complete:
-            self._fh.write(b"\n")
-            self._fh.flush()
-        else:
-            os.truncate(self.path, size - len(fragment))
-            self.dropped_bytes = len(fragment)
+        """Make the file end with a complete line before anything is appended (``repair_tail``)."""
+        self._fh.flush()
+        self.dropped_bytes = repair_tail(self.path)
 
     def append(self, label: StoredLabel) -> None:
         """Write one record and flush it to the OS (fsync about once a second)."""

@@ -43,7 +43,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, JudgeRequest, request_seed
-from misstep.labels import LabelStatus, add_to_history, read_manifest, run_dir_lock, write_manifest
+from misstep.labels import (
+    LabelStatus,
+    add_to_history,
+    read_manifest,
+    repair_tail,
+    run_dir_lock,
+    write_manifest,
+)
 from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN, _check_same_input, _manifest
 from misstep.rollouts import Trace, input_digest, load_graded, read_traces
 
@@ -236,7 +243,7 @@ def run_selection(
     judge = backend.for_label(Selection, schema, jid)
     with run_dir_lock(run_dir):
         path = run_dir / SELECTIONS_FILE
-        _repair_tail(path)
+        repair_tail(path)
         done = {
             (r.checkpoint, r.dataset, r.problem_id)
             for r in read_selections(run_dir)
@@ -280,34 +287,6 @@ def run_selection(
         written=written,
         resumed=len(keys) - len(todo),
     )
-
-
-def _repair_tail(path: Path) -> None:
-    """A last line cut by a kill: keep it when it parses (only the newline was lost), else
-    drop it (that failure is asked again)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as fh:
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        cut, pos = -1, size
-        while pos > 0 and cut < 0:
-            start = max(0, pos - (1 << 16))
-            fh.seek(start)
-            block = fh.read(pos - start)
-            found = block.rfind(b"\n")
-            cut = start + found if found >= 0 else -1
-            pos = start
-        fh.seek(cut + 1)
-        fragment = fh.read()
-        try:
-            SelectionRecord.model_validate_json(fragment)
-        except ValueError:
-            fh.truncate(size - len(fragment))
-        else:
-            fh.write(b"\n")
 
 
 async def _select_all(

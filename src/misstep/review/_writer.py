@@ -22,7 +22,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from misstep.errors import LabelStoreError, OptionError
-from misstep.labels import HUMAN_DIR
+from misstep.labels import HUMAN_DIR, repair_tail
 
 __all__ = [
     "ANNOTATOR_PATTERN",
@@ -124,7 +124,7 @@ class HumanLabelWriter:
                     continue  # read-only: browsing still works, writing will say why not
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX)
-                    _repair_tail(path, fd)
+                    repair_tail(path)
                     os.fsync(fd)
                 finally:
                     os.close(fd)
@@ -141,7 +141,7 @@ class HumanLabelWriter:
                 raise LabelStoreError(path=path, reason=f"cannot open for append: {exc}") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                _repair_tail(path, fd)
+                repair_tail(path)
                 written = os.write(fd, line)
                 if written != len(line):
                     raise LabelStoreError(path=path, reason="short write (disk full?)")
@@ -151,27 +151,3 @@ class HumanLabelWriter:
             finally:
                 os.close(fd)  # releases the flock
         return path
-
-
-def _repair_tail(path: Path, fd: int) -> None:
-    """Make the file end with a whole line: a complete record that lost its newline gets one,
-    a fragment is cut off (it was never acknowledged)."""
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return
-    with open(path, "rb") as fh:
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return
-        fh.seek(max(0, size - (1 << 20)))
-        tail = fh.read()
-    cut = tail.rfind(b"\n")
-    fragment = tail[cut + 1 :]
-    try:
-        whole = isinstance(orjson.loads(fragment), dict)
-    except orjson.JSONDecodeError:
-        whole = False
-    if whole:
-        os.write(fd, b"\n")
-    else:
-        os.ftruncate(fd, size - len(fragment))
