@@ -13,8 +13,9 @@ Then, in one run:
 4. bare again; the bare rate is the mean of 2 and 4.
 
 Prints one JSON object: labels/s of each, the ratio misstep / bare (issue 20 asks >= 0.9),
-client CPU seconds per label, prompt tokens per label (from the server's usage) and misstep's
-memory over the run.
+the same ratio counted per request sent, per completion token and per usable label (misstep
+asks again after a reply cut at the token limit; the bare client does not), client CPU seconds
+per label, prompt tokens per label (from the server's usage) and misstep's memory over the run.
 
     python benchmarks/bench_real_server.py [--n 24] [--concurrency 4] [--base-url URL]
 """
@@ -64,6 +65,8 @@ async def _bare(
 ) -> dict[str, float]:
     sem = asyncio.Semaphore(concurrency)
     prompt_tokens: list[int] = []
+    completion_tokens: list[int] = []
+    finished: list[str] = []
     cpu0, t0 = time.process_time(), time.perf_counter()
     async with httpx.AsyncClient(base_url=base_url, timeout=600) as client:
 
@@ -71,13 +74,23 @@ async def _bare(
             async with sem:
                 reply = await client.post("/chat/completions", json=body)
                 reply.raise_for_status()
-                prompt_tokens.append(reply.json()["usage"]["prompt_tokens"])
+                data = reply.json()
+                prompt_tokens.append(data["usage"]["prompt_tokens"])
+                completion_tokens.append(data["usage"]["completion_tokens"])
+                finished.append(data["choices"][0]["finish_reason"])
 
         await asyncio.gather(*(one(b) for b in bodies))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    # The grammar holds every reply to the schema, so a reply that stopped is a usable label and
+    # one cut at the token limit is not (misstep would ask again).
+    usable = sum(1 for f in finished if f == "stop")
     return {
         "labels_per_s": len(bodies) / wall,
+        "usable_per_s": usable / wall,
+        "requests_per_s": len(bodies) / wall,
+        "completion_tokens_per_s": sum(completion_tokens) / wall,
         "wall_s": wall,
+        "usable": usable,
         "client_cpu_s_per_label": cpu / len(bodies),
         "prompt_tokens_per_label": sum(prompt_tokens) / len(prompt_tokens),
     }
@@ -116,12 +129,18 @@ def _misstep_label(
     labels = [json.loads(x) for x in (run / "labels.jsonl").read_text().splitlines()]
     sent = [x for x in labels if x["status"] != "skipped"]
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    requests = sum(len(x.get("tries") or [None]) for x in sent)
+    ok = sum(1 for x in sent if x["status"] == "ok")
     rss = [r for r in rss if r]
     third = max(1, len(rss) // 3)
     return {
         "labels_per_s": len(sent) / wall,
+        "usable_per_s": ok / wall,
+        "requests_per_s": requests / wall,
+        "completion_tokens_per_s": sum(x.get("completion_tokens") or 0 for x in sent) / wall,
         "wall_s": wall,
         "labels": len(sent),
+        "requests": requests,
         "statuses": {
             s: sum(1 for x in sent if x["status"] == s) for s in {x["status"] for x in sent}
         },
@@ -169,6 +188,10 @@ def main() -> None:
             if server is not None:
                 server.stop()
     bare_rate = (bare1["labels_per_s"] + bare2["labels_per_s"]) / 2
+
+    def ratio(key: str) -> float:
+        return ours[key] / ((bare1[key] + bare2[key]) / 2)  # type: ignore[operator]
+
     print(
         json.dumps(
             {
@@ -181,6 +204,12 @@ def main() -> None:
                 "bare": {"pass1": bare1, "pass2": bare2, "labels_per_s": bare_rate},
                 "misstep": ours,
                 "ratio_misstep_over_bare": ours["labels_per_s"] / bare_rate,  # type: ignore[operator]
+                # misstep asks again after a cut or broken reply (the bare client does not):
+                # the same rates counted per request sent, per token generated, and per usable
+                # label (misstep's ok labels, the bare client's replies that stopped).
+                "ratio_requests_per_s": ratio("requests_per_s"),
+                "ratio_completion_tokens_per_s": ratio("completion_tokens_per_s"),
+                "ratio_usable_labels_per_s": ratio("usable_per_s"),
             },
             indent=2,
         )

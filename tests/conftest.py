@@ -12,6 +12,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-vLLM tier runs last: in CI its environment (about 6 minutes to build) is built in
+    the background meanwhile (.ci/run), and a failure elsewhere shows before its long tests."""
+    real = REPO_ROOT / "tests" / "real"
+    items.sort(key=lambda item: Path(str(item.path)).is_relative_to(real))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """Path of ../shared/data, or skip the test when it is not there."""
