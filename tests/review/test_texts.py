@@ -99,3 +99,22 @@ def test_other_formats_are_copied_once(tmp_path: Path, suffix: str) -> None:
     run = load_graded(path, cache=False)
     fmt = "csv" if suffix == ".csv" else "jsonl"
     assert _cache_file(run.input_sha256, fmt, ".jsonl").exists()
+
+
+def test_cache_clear_removes_the_text_cache(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from misstep.cli import app
+
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(gzip.compress(b"".join(orjson.dumps(_row(i)) + b"\n" for i in range(6))))
+    assert _check(path) == 6
+    run = load_graded(path, cache=False)
+    copy = _cache_file(run.input_sha256, "jsonl", ".jsonl")
+    index = _cache_file(run.input_sha256, "jsonl", ".offsets.npy")
+    assert copy.exists() and index.exists()
+    cleared = CliRunner().invoke(app, ["cache", "clear"])
+    assert cleared.exit_code == 0, cleared.output
+    # the copy and the index; no graded table was cached (cache=False)
+    assert "removed 2 file(s)" in cleared.stderr
+    assert not copy.exists() and not index.exists()

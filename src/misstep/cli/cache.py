@@ -42,10 +42,11 @@ def list_cache() -> None:
 @cache_app.command("clear")
 @handles_errors
 def clear() -> None:
-    """Delete every cached graded table."""
+    """Delete every cached graded table and the review app's cached trace texts."""
+    from misstep.review import clear_text_cache
     from misstep.rollouts import clear_cache, default_cache_dir
 
-    removed = clear_cache()
+    removed = clear_cache() + clear_text_cache()
     err_console.print(f"removed {removed} file(s) from {quote(default_cache_dir())}")
 
 

@@ -6,7 +6,7 @@ appended durably to ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabelWriter``)."
 
 from misstep.review._data import MAX_LIMIT, BadRequest, ReviewData, TraceFilter
 from misstep.review._server import COOKIE, CSP, WRITE_HEADER, ReviewServer, make_server
-from misstep.review._texts import TraceTexts, open_trace_texts
+from misstep.review._texts import TraceTexts, clear_text_cache, open_trace_texts
 from misstep.review._writer import (
     CANT_TELL,
     HumanLabelWriter,
@@ -28,6 +28,7 @@ __all__ = [
     "TraceFilter",
     "TraceTexts",
     "check_annotator",
+    "clear_text_cache",
     "make_server",
     "open_trace_texts",
 ]
