@@ -219,6 +219,7 @@ PUBLIC = {
         "TraceFilter",
         "TraceTexts",
         "check_annotator",
+        "clear_text_cache",
         "make_server",
         "open_trace_texts",
     ],
