@@ -55,7 +55,7 @@ def _requests(traces: Path, n: int, max_tokens: int) -> list[tuple[dict[str, Any
         body = chat_body(
             model="m",
             messages=rendered.messages,
-            schema=bounded_schema(schema, len(rendered.steps)),
+            schema=bounded_schema(schema, len(rendered.steps), max_tokens=max_tokens),
             name="Label",
             temperature=0.0,
             max_tokens=max_tokens,

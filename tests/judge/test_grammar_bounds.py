@@ -33,3 +33,14 @@ def test_the_grammar_holds_the_steps_shown_and_the_string_bounds() -> None:
     # a bounded string admits no escape: the quote is a fragment without backslashes
     assert not accepts(grammar, _label(evidence="\\\\frac{1}{2}"))
     assert not accepts(grammar, _label(step=1).replace(":1,", ": 1,"))  # no free whitespace
+
+
+def test_a_small_token_budget_shrinks_the_strings_in_the_grammar() -> None:
+    # 256 tokens: evidence at most 82 characters, explanation at most 109 (test_exchange.py)
+    schema = bounded_schema(label_json_schema(load_taxonomy(None)), 4, max_tokens=256)
+    grammar = xgr.Grammar.from_json_schema(
+        json.dumps(schema), any_whitespace=False, separators=(",", ":")
+    )
+    assert accepts(grammar, _label(evidence="e" * 82, explanation="a" * 109))
+    assert not accepts(grammar, _label(explanation="a" * 110))
+    assert not accepts(grammar, _label(evidence="e" * 83))

@@ -54,7 +54,9 @@ def test_vllm_labels_a_batch_with_structured_outputs() -> None:
             JudgeRequest(
                 trace=trace, final_answer=None, steps=rendered.steps,
                 messages=rendered.messages, seed=1,
-                schema=bounded_schema(label_json_schema(taxonomy), len(rendered.steps)),
+                schema=bounded_schema(
+                    label_json_schema(taxonomy), len(rendered.steps), max_tokens=256
+                ),
             )
         )  # fmt: skip
 

@@ -101,17 +101,41 @@ class Try:
         }
 
 
-def bounded_schema(schema: dict[str, Any], n_steps: int | None) -> dict[str, Any]:
+FIXED_REPLY_TOKENS = 64
+"""Tokens of a label reply outside its two free-text strings: the keys, the punctuation, the
+step, the error type and the confidence (about 45 with the built-in taxonomy)."""
+MIN_STRING_CHARS = 20
+"""The shortest bound a free-text field is given when the token budget is small."""
+
+
+def bounded_schema(
+    schema: dict[str, Any], n_steps: int | None, *, max_tokens: int | None = None
+) -> dict[str, Any]:
     """``schema`` with this trace's bounds: ``first_error_step`` between 0 and the last step
     shown (when the schema has that field and the trace has steps). The string fields keep the
     ``maxLength`` the label model gives them (xgrammar turns a bounded string into at most that
     many characters other than quote, backslash, CR and LF, so a bounded field also cannot
-    loop past its bound)."""
+    loop past its bound), shrunk in proportion when ``max_tokens`` could not hold them: a token
+    holds at least one character of such a string, so a reply then always ends before the token
+    limit, and a model looping inside the quote or the explanation stops at its bound instead
+    of being cut and asked again."""
     out = copy.deepcopy(schema)
-    step = out.get("properties", {}).get("first_error_step")
+    properties = out.get("properties", {})
+    step = properties.get("first_error_step")
     if isinstance(step, dict) and n_steps is not None and n_steps > 0:
         step["minimum"] = 0
         step["maximum"] = n_steps - 1
+    strings = [
+        field
+        for field in properties.values()
+        if isinstance(field, dict) and isinstance(field.get("maxLength"), int)
+    ]
+    total = sum(int(field["maxLength"]) for field in strings)
+    room = (max_tokens or 0) - FIXED_REPLY_TOKENS
+    if max_tokens is not None and strings and total > room:
+        for field in strings:
+            share = int(field["maxLength"]) * max(room, 0) // total
+            field["maxLength"] = max(MIN_STRING_CHARS, min(int(field["maxLength"]), share))
     return out
 
 

@@ -294,7 +294,9 @@ def export_requests(
                 body = chat_body(
                     model=model,
                     messages=messages,
-                    schema=bounded_schema(schema, len(rendered.steps)),
+                    schema=bounded_schema(
+                        schema, len(rendered.steps), max_tokens=config.max_tokens
+                    ),
                     name="Label",
                     temperature=temperature,
                     max_tokens=config.max_tokens,

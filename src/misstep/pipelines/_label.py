@@ -457,7 +457,7 @@ class _Run:
             max_trace_tokens=self.config.max_trace_tokens,
         )
         steps = list(rendered.steps)
-        schema = bounded_schema(self.schema, len(steps))
+        schema = bounded_schema(self.schema, len(steps), max_tokens=self.config.max_tokens)
         samples = max(1, self.config.samples)
         one_request = samples > 1 and bool(getattr(self.judge, "supports_n", False))
         requests = [

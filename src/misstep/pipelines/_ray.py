@@ -414,7 +414,9 @@ def _engine_row(row: dict[str, Any], config: JudgeConfig, taxonomy: Taxonomy) ->
     body = chat_body(
         model=str(config.model),
         messages=messages,
-        schema=bounded_schema(label_json_schema(taxonomy), len(rendered.steps)),
+        schema=bounded_schema(
+            label_json_schema(taxonomy), len(rendered.steps), max_tokens=config.max_tokens
+        ),
         name="Label",
         temperature=float(plan["temperature"]),
         max_tokens=config.max_tokens,
