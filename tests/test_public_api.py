@@ -45,6 +45,7 @@ PUBLIC = {
         "clear_cache",
         "default_cache_dir",
         "default_rejects_path",
+        "delete_cache_files",
         "derive_trace_id",
         "extract_answer",
         "grade_traces",

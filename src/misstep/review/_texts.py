@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from misstep.errors import InputFormatError, OutputError
-from misstep.rollouts import Trace, default_cache_dir, read_traces
+from misstep.errors import InputFormatError
+from misstep.rollouts import Trace, default_cache_dir, delete_cache_files, read_traces
 from misstep.rollouts._formats import resolve_format
 from misstep.rollouts._rowmap import RowError, build_trace
 
@@ -97,18 +97,7 @@ def _cache_file(input_sha256: str, fmt: str, suffix: str) -> Path:
 def clear_text_cache() -> int:
     """Delete the review app's cached trace texts and indexes (``<cache>/review``); returns how
     many files were removed."""
-    folder = default_cache_dir() / "review"
-    removed = 0
-    if not folder.is_dir():
-        return removed
-    for file in folder.iterdir():
-        if file.is_file() and file.name.endswith((".jsonl", ".npy")):
-            try:
-                file.unlink()
-            except OSError as exc:
-                raise OutputError(path=file, reason=f"cannot delete it: {exc.strerror}") from None
-            removed += 1
-    return removed
+    return delete_cache_files(default_cache_dir() / "review", (".jsonl", ".npy"))
 
 
 def _next_free(trace_id: str, seen: set[str]) -> str:

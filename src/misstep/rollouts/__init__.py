@@ -14,6 +14,7 @@ from misstep.rollouts._table import (
     cache_entries,
     clear_cache,
     default_cache_dir,
+    delete_cache_files,
     input_digest,
     load_graded,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "clear_cache",
     "default_cache_dir",
     "default_rejects_path",
+    "delete_cache_files",
     "derive_trace_id",
     "extract_answer",
     "grade_traces",

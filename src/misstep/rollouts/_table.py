@@ -262,12 +262,18 @@ def cache_entries(cache_dir: Path | None = None) -> list[CacheEntry]:
 
 def clear_cache(cache_dir: Path | None = None) -> int:
     """Delete every cached graded table; returns how many files were removed."""
-    folder = _graded_dir(cache_dir)
+    return delete_cache_files(_graded_dir(cache_dir), (".parquet", ".json", ".tmp"))
+
+
+def delete_cache_files(folder: Path, endings: tuple[str, ...]) -> int:
+    """Delete the files of one cache folder whose names end with one of ``endings`` (the
+    folder itself and anything else stay); returns how many were removed. OutputError when one
+    cannot be deleted."""
     removed = 0
     if not folder.is_dir():
         return removed
     for file in folder.iterdir():
-        if file.is_file() and file.suffix in {".parquet", ".json", ".tmp"}:
+        if file.is_file() and file.name.endswith(endings):
             try:
                 file.unlink()
             except OSError as exc:
