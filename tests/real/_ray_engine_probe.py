@@ -44,6 +44,8 @@ def main() -> None:
             }
             for t in traces[:2]
         ]
+        from vllm.config import StructuredOutputsConfig
+
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         processor = build_processor(
             vLLMEngineProcessorConfig(
@@ -51,12 +53,16 @@ def main() -> None:
                 engine_kwargs={
                     "distributed_executor_backend": "mp",
                     "max_model_len": 8192,
-                    "structured_outputs_config": {
-                        "backend": "xgrammar",
-                        "disable_any_whitespace": True,
-                    },
+                    "max_num_batched_tokens": 16384,
+                    "enforce_eager": True,
+                    # Ray hands engine_kwargs to AsyncEngineArgs, which wants the config object.
+                    "structured_outputs_config": StructuredOutputsConfig(
+                        backend="xgrammar", disable_any_whitespace=True
+                    ),
                 },
                 placement_group_config={"bundles": [{"CPU": 1}]},
+                # Ray's Prometheus stat logger for vLLM is not needed here.
+                log_engine_metrics=False,
                 concurrency=1,
                 batch_size=2,
             ),
