@@ -470,6 +470,10 @@ def _engine_records(
         vLLMEngineProcessorConfig(
             model_source=str(config.model),
             engine_kwargs=settings,
+            # Ray's default exports vLLM's metrics through ray.serve, which ray[data] (the ray
+            # extra) lacks: every engine actor died with "RayPrometheusMetric requires Ray to
+            # be installed" (tests/real/test_ray.py).
+            log_engine_metrics=False,
             concurrency=actors,
             batch_size=batch_size,
         ),
