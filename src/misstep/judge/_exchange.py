@@ -103,7 +103,8 @@ class Try:
 
 FIXED_REPLY_TOKENS = 64
 """Tokens of a label reply outside its two free-text strings: the keys, the punctuation, the
-step, the error type and the confidence (about 45 with the built-in taxonomy)."""
+step, the error type and the confidence (30 to 35 with the built-in taxonomy in SmolLM2's
+tokenizer; the margin is for other tokenizers and longer type names)."""
 MIN_STRING_CHARS = 20
 """The shortest bound a free-text field is given when the token budget is small."""
 
