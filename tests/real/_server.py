@@ -44,7 +44,7 @@ VLLM_CLI_SHIM = (
 # have offsets). Added to the README's flags for every CPU engine the tier starts.
 # --enforce-eager: vLLM 0.32 CPU recompiles the model at every start (its AOT cache fails to
 # load: "Compiling model again due to a load failure"); eager, a server is ready in 31 s instead
-# of 96 s and labels the 12 traces in 47 s instead of 49 s (measured here, 2 cores).
+# of 94 s and labels the 12 traces in 35 s against 30 s (benchmarks/bench_cpu_eager.py).
 CPU_FLAGS = ["--max-num-batched-tokens", "16384", "--enforce-eager"]
 _LIVE: set[Proc] = set()
 
