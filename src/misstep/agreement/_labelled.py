@@ -158,14 +158,14 @@ def run_taxonomy(labels: str | Path, taxonomy: str | Path | None = None) -> Taxo
     )
     if taxonomy is not None:
         tax = load_taxonomy(taxonomy)
-        if recorded and tax.hash != recorded:
-            raise TaxonomyError(
-                path=taxonomy,
-                reason=f"its hash is {tax.hash}, but the label run {run_dir} was made with {what}",
-                hint="pass the taxonomy file the run was labelled with, or leave --taxonomy "
-                "out to use the one the run records",
-            )
-        return tax
+        return _same_hash(
+            tax,
+            recorded,
+            path=taxonomy,
+            reason=f"its hash is {tax.hash}, but the label run {run_dir} was made with {what}",
+            hint="pass the taxonomy file the run was labelled with, or leave --taxonomy "
+            "out to use the one the run records",
+        )
     path = manifest.taxonomy_path if manifest is not None else None
     if path:
         if not Path(path).is_file():
@@ -176,23 +176,32 @@ def run_taxonomy(labels: str | Path, taxonomy: str | Path | None = None) -> Taxo
                 hint=f"pass --taxonomy FILE with the moved file (its hash must be {recorded})",
             )
         tax = load_taxonomy(path)
-        if recorded and tax.hash != recorded:
-            raise TaxonomyError(
-                path=path,
-                reason=f"changed since the label run {run_dir} was made with it: its hash is "
-                f"now {tax.hash}, the run's is {recorded}",
-                hint="restore the file, or pass --taxonomy FILE with the version the run used",
-            )
-        return tax
-    builtin = load_taxonomy(None)
-    if recorded and builtin.hash != recorded:
-        raise TaxonomyError(
-            path=run_dir,
-            reason=f"the label run was made with {what}, not the built-in {builtin.id} "
-            f"(hash {builtin.hash}), and its manifest does not say which file",
-            hint="pass --taxonomy FILE with the taxonomy the run was labelled with",
+        return _same_hash(
+            tax,
+            recorded,
+            path=path,
+            reason=f"changed since the label run {run_dir} was made with it: its hash is "
+            f"now {tax.hash}, the run's is {recorded}",
+            hint="restore the file, or pass --taxonomy FILE with the version the run used",
         )
-    return builtin
+    builtin = load_taxonomy(None)
+    return _same_hash(
+        builtin,
+        recorded,
+        path=run_dir,
+        reason=f"the label run was made with {what}, not the built-in {builtin.id} "
+        f"(hash {builtin.hash}), and its manifest does not say which file",
+        hint="pass --taxonomy FILE with the taxonomy the run was labelled with",
+    )
+
+
+def _same_hash(
+    tax: Taxonomy, recorded: str, *, path: str | Path, reason: str, hint: str
+) -> Taxonomy:
+    """``tax`` when the run records no hash or the same one; else a ``TaxonomyError``."""
+    if recorded and tax.hash != recorded:
+        raise TaxonomyError(path=path, reason=reason, hint=hint)
+    return tax
 
 
 def _check_types(
