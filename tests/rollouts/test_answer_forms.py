@@ -260,6 +260,26 @@ def test_more_forms(a: str, b: str, expected: bool) -> None:
         ("(x + 10^{30}) - 10^{30}", "x", True),  # 50 digits survive the cancellation
         ("0.333333333x", "\\frac{x}{3}", False),
         ("a^{2} + b^{2} = a^{2} - b^{2} + 40", "40", False),  # an equation, not a value
+        # logarithms in a base, factorials at a variable's points (Γ), unions as sets,
+        # definitions with the same left side, spacing and "and" in lists (GRADER_VERSION 7)
+        ("\\log_2 8", "3", True),
+        ("(4, \\log_{10}(2))", "(\\sqrt{14}, \\log_{10}(\\sqrt{14}-2))", False),
+        ("\\frac{(d-1)!}{(d-k)!}", "\\frac{d!}{2 (d-k)! k}", False),
+        ("(n+1)!", "(n+1) n!", True),
+        ("(-\\infty, 5) \\cup (5, \\infty)", "(5, \\infty) \\cup (-\\infty, 5)", True),
+        ("(5, \\infty)", "(-\\infty, 5) \\cup (5, \\infty)", False),
+        ("[0,1]\\cup(1,2)", "[0,2)", True),
+        ("(0,1)\\cup(1,2)", "(0,2)", False),
+        ("f(x) = x + 1", "f(x) = 1", False),
+        ("f(x) = x^2 + 2x + 1", "f(x) = (x+1)^2", True),
+        (
+            "\\frac{\\pi}{6}+k\\pi, \\frac{\\pi}{3}+k\\pi",
+            "\\frac{\\pi}{6}+k\\pi, \\frac{2\\pi}{3}+k\\pi",
+            False,
+        ),
+        ("(-1, -1, -1, -1)", "(-1, -1, 1, -1)", False),
+        ("1, \\quad 2", "2, 1", True),
+        ("0.01 \\text{ and } 100", "0.01, 100", True),
     ],
 )
 def test_forms_valued_without_math_verify(a: str, b: str, expected: bool) -> None:
@@ -277,7 +297,7 @@ def test_forms_valued_without_math_verify(a: str, b: str, expected: bool) -> Non
         "(2)\\frac{1}{2}",
         "\\sinh x",  # \sinh, or \sin h: spaces are gone
         "12C1 + 11C2",
-        "\\log_2 8",
+        "\\log_{1} 2",  # no logarithm in base 1
     ],
 )
 def test_forms_left_to_math_verify(answer: str) -> None:

@@ -37,7 +37,7 @@ import zlib
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["arithmetic_value", "numeric_value", "numeric_values"]
+__all__ = ["arithmetic_value", "numeric_value", "numeric_values", "variables"]
 
 _MAX_CHARS = 200
 _MAX_EXPONENT = 4096
@@ -55,12 +55,15 @@ _TOKEN = re.compile(
     # Longer commands that start like a function (\sinh; spaces are gone, so "\sin h" too):
     # a token outside the grammar, so the answer is left to math-verify.
     r"|\\(?:sinh|cosh|tanh|coth|sech|csch|lnot|lneq|lnsim|lnapprox)"
+    # \log_{10}, \log_2 (a subscript without braces is one character, as in LaTeX)
+    r"|\\log_(?:(?=\{)|[0-9A-Za-z])"
     r"|\\(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln|log)"
     r"|(?:(?:sin|cos|tan)\^\{-1\}|arcsin|arccos|arctan|sin|cos|tan|cot|sec|csc|ln)"
     r"(?=[({]|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z]))"
     r"|\\(?:" + "|".join(_GREEK) + r")(?![A-Za-z])"
     r"|[A-DF-HJ-Za-z]|[-+*/^(){}\[\]!]"
 )
+_LOG_BASE = "\\log_"
 _IRRATIONAL = ("\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e")
 _STARTS_IMPLIED = frozenset({"(", "\\sqrt", "sqrt", "√", "\\pi", "pi", "π", "e", "\\binom"})
 
@@ -72,7 +75,7 @@ def _is_variable(token: str) -> bool:
 
 
 def _is_function(token: str) -> bool:
-    return token.lstrip("\\") in _FUNCTIONS
+    return token.lstrip("\\") in _FUNCTIONS or token.startswith(_LOG_BASE)
 
 
 def _point(name: str) -> float:
@@ -95,6 +98,10 @@ def _point_at(name: str, index: int, mp: Any) -> Any:
     if index == 1:
         return -mp.mpf(0.5 + (salt % 997) / 1709)
     return mp.mpc(0.3 + (salt % 997) / 1709, 0.4 + (salt % 991) / 1997)
+
+
+def _integral(value: Any, mp: Any) -> bool:
+    return bool(mp.im(value) == 0 and mp.re(value) == mp.floor(mp.re(value)))
 
 
 class _Fail(Exception):
@@ -185,6 +192,11 @@ class _Parser:
         value = self.power()
         if self.peek() == "!":
             self.take()
+            if not self.exact and not _integral(value, self.mp):
+                # (d-1)! at a variable's point: Γ(d), as sympy evaluates factorial(d - 1)
+                if abs(value) > _MAX_FACTORIAL:
+                    raise _Fail
+                return self.mp.gamma(value + 1)
             n = self.integer(value)
             if not 0 <= n <= _MAX_FACTORIAL:
                 raise _Fail
@@ -277,6 +289,22 @@ class _Parser:
             value = self.expr()
             self.take(")")
             return self.mp.sqrt(value)
+        if token.startswith(_LOG_BASE):
+            # \log_{b} x is log(x, b), math-verify's reading
+            base = token[len(_LOG_BASE) :]
+            if not base:
+                base_value = self.braced()
+            elif base.isdigit():
+                base_value = self.number(Fraction(base))
+            elif base == "e":
+                base_value = +self.mp.e
+            elif _is_variable(base):
+                self.symbols = True
+                base_value = _point_at(base, self.point, self.mp)
+            else:
+                raise _Fail
+            argument = self.atom() if self.peek() == "(" else self.term(nofunc=True)
+            return self.mp.log(argument) / self.mp.log(base_value)
         if _is_function(token):
             # \cos(x); without brackets the product that follows: \cos 2\theta, \sin x/2
             argument = self.atom() if self.peek() == "(" else self.term(nofunc=True)
@@ -374,3 +402,12 @@ def numeric_values(text: str, points: int = POINTS) -> tuple[tuple[complex, ...]
             if not got[1]:
                 return (got[0],), False
     return tuple(values), True
+
+
+def variables(text: str) -> frozenset[str] | None:
+    """The variables ``text`` uses (``x``, ``\\theta``), or None when it is outside the
+    grammar's tokens."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
+    return frozenset(t.lstrip("\\") for t in tokens if _is_variable(t))

@@ -48,6 +48,7 @@ import logging
 import math
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import threading
@@ -61,9 +62,9 @@ from fractions import Fraction
 from types import FrameType
 from typing import Any, Protocol
 
-from misstep.rollouts._arithmetic import POINTS, numeric_value, numeric_values
+from misstep.rollouts._arithmetic import POINTS, numeric_value, numeric_values, variables
 from misstep.rollouts._normalize import canonical_key, exact_rational
-from misstep.rollouts._structure import parse_structure
+from misstep.rollouts._structure import Interval, parse_structure, parse_union
 
 __all__ = [
     "DECIMAL_REL_TOL",
@@ -187,6 +188,26 @@ class _Fp:
     struct: _Struct | None = None
     """Its skeleton and its atoms' keys and fingerprints, when it is made of elements that
     misstep's own parser values (``_structure``; then ``structured`` is set too)."""
+    intervals: tuple[_Span, ...] | None = None
+    """The set it stands for as disjoint intervals in increasing order, when it is a union of
+    intervals (or one interval) with endpoints that are numbers or infinities."""
+    cup: bool = False
+    """Whether it is written as a union (``\\cup``): then math-verify compares it as a set."""
+    defines: str | None = None
+    """For a definition ``f(x) = ...`` (``f`` absent from the right side): its left side's
+    text; ``rhs`` then holds the right side's values."""
+    rhs: tuple[complex, ...] | None = None
+    """The right side's values at each of ``_arithmetic.POINTS`` points (see ``defines``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """One interval of a set of reals: endpoints (infinities included) and their closedness."""
+
+    low: float
+    high: float
+    low_closed: bool
+    high_closed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +368,8 @@ def cheap_fingerprint(key: str) -> _Fp | None:
             return None
         # as math-verify reads "8%": 0.08, or 8 where that suits the other side
         return _Fp(complex(float(percent) / 100), alt=complex(float(percent)))
+    if "\\cup" in body:
+        return _cheap_union(body)
     struct = _cheap_struct(body)
     if struct is not None:
         return struct if struct.struct is not None else None
@@ -357,7 +380,7 @@ def cheap_fingerprint(key: str) -> _Fp | None:
         last = sides[-1]
         assert last is not None
         # math-verify compares a value with an equation's (or a chain's) last right side
-        return _Fp(last[0], equation=True)
+        return _Fp(last[0], equation=True, **_definition(body))
     got = numeric_values(body)
     if got is None:
         return None
@@ -366,6 +389,29 @@ def cheap_fingerprint(key: str) -> _Fp | None:
         return _Fp(huge=True) if not symbols else None
     # 2\sqrt{3}, 27/2\pi, z^2+40: valued without a parse
     return _Fp(values[0], exact=not symbols, points=values if symbols else values * POINTS)
+
+
+# f(x), g(m, n): a function of single-letter variables (y = ... is keyed by its right side)
+_DEFINED = re.compile(r"([A-DF-HJ-Za-z])\(([a-z](?:,[a-z])*)\)")
+
+
+def _definition(body: str) -> dict[str, Any]:
+    """``defines`` and ``rhs`` for a definition ``f(x) = expr`` whose right side does not use
+    the name ``f``: two such definitions with the same left side are the same when their right
+    sides are the same function, as math-verify finds (``lhs - rhs`` simplified; neither
+    flipping the sides nor solving can match two different right sides then)."""
+    left, eq, right = body.partition("=")
+    match = _DEFINED.fullmatch(left)
+    if not eq or "=" in right or match is None:
+        return {}
+    used = variables(right)
+    if used is None or match.group(1) in used:
+        return {}
+    got = numeric_values(right)
+    if got is None:
+        return {}
+    values, symbols = got
+    return {"defines": left, "rhs": values if symbols else values * POINTS}
 
 
 def _cheap_struct(body: str) -> _Fp | None:
@@ -385,10 +431,120 @@ def _cheap_struct(body: str) -> _Fp | None:
             return _UNKNOWN  # an atom with dots: math-verify's reading
         fps.append(fp)
     values = [fp.value for fp in fps if fp.exact and fp.value is not None]
-    if len(values) == len(fps) and all(_close(v, values[0], _EXACT_REL) for v in values):
-        return _UNKNOWN  # 1,1 and [1,1] are the set {1}, which math-verify compares with 1
+    tuple_of_three = len(fps) >= 3 and structure.skeleton == "(" + ",".join("#" * len(fps)) + ")"
+    if (
+        not tuple_of_three
+        and len(values) == len(fps)
+        and all(_close(v, values[0], _EXACT_REL) for v in values)
+    ):
+        # 1,1 and [1,1] are the set {1}, which math-verify compares with 1; (1,1,1) is a tuple
+        return _UNKNOWN
     struct = _Struct(structure.skeleton, keys, tuple(fps), structure.flat)
-    return _Fp(structured=True, struct=struct)
+    intervals = None
+    if structure.skeleton in _INTERVAL_SKELETONS:
+        skeleton = structure.skeleton
+        low, high = structure.atoms
+        one = Interval(low, high, skeleton[0] == "[", skeleton[-1] == "]")
+        intervals = _spans((one,))
+    return _Fp(structured=True, struct=struct, intervals=intervals)
+
+
+_INTERVAL_SKELETONS = ("(#,#)", "[#,#]", "(#,#]", "[#,#)")
+
+
+def _endpoint(text: str) -> float | None:
+    """An endpoint's real value (an infinity included), or None when it is not a number of
+    misstep's grammar."""
+    fp = cheap_fingerprint(canonical_key(text))
+    if fp is None:
+        return None
+    if fp.text in ("oo", "-oo"):
+        return math.inf if fp.text == "oo" else -math.inf
+    if not fp.exact or fp.value is None or abs(fp.value.imag) > _TINY:
+        return None
+    return fp.value.real
+
+
+def _same_point(a: float, b: float) -> bool | None:
+    """Whether two endpoints are the same number: None when they are too near to tell."""
+    if a == b:
+        return True
+    if math.isinf(a) or math.isinf(b):
+        return False
+    if _close(complex(a), complex(b), _EXACT_REL):
+        return True
+    return None if _close(complex(a), complex(b)) else False
+
+
+def _spans(intervals: tuple[Interval, ...]) -> tuple[_Span, ...] | None:
+    """The union of the intervals as disjoint spans in increasing order (touching spans joined
+    where one side is closed, as sympy's sets are), or None when an endpoint is not a number,
+    an interval is empty or a point, or two endpoints are too near to tell."""
+    spans: list[_Span] = []
+    for interval in intervals:
+        low, high = _endpoint(interval.low), _endpoint(interval.high)
+        if low is None or high is None or _same_point(low, high) is not False or low > high:
+            return None
+        # an infinite endpoint is open, whatever its bracket (sympy's Interval)
+        spans.append(
+            _Span(
+                low,
+                high,
+                interval.low_closed and not math.isinf(low),
+                interval.high_closed and not math.isinf(high),
+            )
+        )
+    spans.sort(key=lambda span: (span.low, not span.low_closed))
+    merged = [spans[0]]
+    for span in spans[1:]:
+        last = merged[-1]
+        touch = _same_point(span.low, last.high)
+        if touch is None:
+            return None
+        if not (span.low < last.high or (touch and (last.high_closed or span.low_closed))):
+            merged.append(span)
+            continue
+        end = _same_point(span.high, last.high)
+        if end is None:
+            return None
+        if end:
+            high, closed = last.high, last.high_closed or span.high_closed
+        elif span.high > last.high:
+            high, closed = span.high, span.high_closed
+        else:
+            high, closed = last.high, last.high_closed
+        merged[-1] = _Span(last.low, high, last.low_closed, closed)
+    return tuple(merged)
+
+
+def _cheap_union(body: str) -> _Fp | None:
+    """A union of intervals with numeric endpoints as the set it stands for, or None (then
+    math-verify parses it)."""
+    intervals = parse_union(body)
+    if intervals is None:
+        return None
+    spans = _spans(intervals)
+    if spans is None:
+        return None
+    return _Fp(structured=True, intervals=spans, cup=True)
+
+
+def _union_verdict(a: tuple[_Span, ...], b: tuple[_Span, ...]) -> bool | None:
+    """Two sets of reals, one of them written as a union: equal when they are the same set
+    (math-verify's sympy sets are compared as sets), else different; None when two
+    endpoints are too near to tell."""
+    if len(a) != len(b):
+        return False
+    undecided = False
+    for x, y in zip(a, b, strict=True):
+        if x.low_closed != y.low_closed or x.high_closed != y.high_closed:
+            return False
+        for p, q in ((x.low, y.low), (x.high, y.high)):
+            same = _same_point(p, q)
+            if same is False:
+                return False
+            undecided = undecided or same is None
+    return None if undecided else True
 
 
 def _atom_verdict(a_key: str, a: _Fp, b_key: str, b: _Fp) -> bool | None:
@@ -411,6 +567,18 @@ def _struct_verdict(a: _Struct, b: _Struct) -> bool | None:
     for mine, theirs in ((numbers_a, numbers_b), (numbers_b, numbers_a)):
         for value in mine:
             if not any(_close(value, other) for other in theirs):
+                return False
+    # The same for an atom with variables, by its values at every point: math-verify's element
+    # comparison needs the two to be the same function (sympy simplifies their difference).
+    for mine_fps, their_fps in ((a.fps, b.fps), (b.fps, a.fps)):
+        if "=" in a.skeleton or "=" in b.skeleton:
+            break  # x=1, y=2: the names are not elements (math-verify reads it as 1, 2)
+        if any(fp.points is None for fp in their_fps):
+            continue  # an atom without values (an infinity, a percentage) could be its partner
+        for fp in mine_fps:
+            if fp.exact or fp.points is None:
+                continue
+            if not any(_points_near(fp.points, other.points) for other in their_fps):
                 return False
     if a.skeleton == b.skeleton and all(
         _atom_verdict(ka, fa, kb, fb)
@@ -572,11 +740,15 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
         return False
     if (a.huge and b.value is not None) or (b.huge and a.value is not None):
         return False
+    if (a.cup or b.cup) and a.intervals is not None and b.intervals is not None:
+        return _union_verdict(a.intervals, b.intervals)
     if a.struct is not None and b.struct is not None:
         return _struct_verdict(a.struct, b.struct)
     if a.value is None or b.value is None:
         return None
     if a.equation and b.equation:
+        if a.defines is not None and a.defines == b.defines and a.rhs and b.rhs:
+            return _points_verdict(a.rhs, b.rhs)
         return None  # two equations are compared as equations by math-verify
     if a.alt is not None or b.alt is not None:
         near = any(_close(x, y) for x in _values(a) for y in _values(b))
@@ -613,6 +785,11 @@ def _points_verdict(a: tuple[complex, ...], b: tuple[complex, ...]) -> bool | No
         elif abs(x - y) > _POINT_REL * scale:
             return False
     return None if undecided else True
+
+
+def _points_near(a: tuple[complex, ...], b: tuple[complex, ...] | None) -> bool:
+    """Whether two atoms' values are within ``_LOOSE_REL`` at every point."""
+    return b is None or all(_close(x, y) for x, y in zip(a, b, strict=True))
 
 
 def _values(fp: _Fp) -> tuple[complex, ...]:

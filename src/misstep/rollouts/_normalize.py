@@ -14,15 +14,16 @@
   forms (``(C)``, ``C)``, ``Choice_B``, ``Choice\\_B``, ``Option D``, ``Choice_A: y = 2x+1``)
   becomes the bare capital letter (``s:C``).
 
-Normalisation writes ``∞`` as ``\\infty`` and ``{n \\choose k}`` as ``\\binom{n}{k}``, and drops:
-surrounding ``$``, ``\\(...\\)``; ``\\$``; ``\\left``/``\\right``; LaTeX
-spacing (``\\!``, ``\\,``, ``\\;``) and whitespace; ``\\text{..}`` wrappers (the text is kept);
-degree marks; a trailing period; braces around one character after ``^`` or ``_``; a unit
-after a number (``5\\text{ cm}``, ``12 dollars``, ``3 hours``: common length, mass, time, money
-and count words); and the left sides of an equation when each is a single variable or a
-computation without letters (``x = 5``, ``12+65+3 = 80`` and ``x = 3+2 = 5`` all answer 5;
-``x^2+y^2 = 1`` stays an equation). ``\\%`` becomes ``%`` and is left to math-verify, which
-reads ``50%`` as 50 or 0.5 as the gold suits.
+Normalisation writes ``∞`` as ``\\infty`` and ``{n \\choose k}`` as ``\\binom{n}{k}``, and
+drops: surrounding ``$``, ``\\(...\\)``; ``\\$``; ``\\left``/``\\right``; LaTeX spacing
+(``\\!``, ``\\,``, ``\\;``, ``\\quad``) and whitespace; ``\\text{..}`` wrappers (the text is
+kept; ``\\text{ and }`` and ``\\text{ or }`` become commas, as math-verify reads them); degree
+marks; a trailing period; braces around one character after ``^`` or ``_``; a unit after a
+number (``5\\text{ cm}``, ``12 dollars``, ``3 hours``: common length, mass, time, money and
+count words); and the left sides of an equation when each is a single variable or a computation
+without letters (``x = 5``, ``12+65+3 = 80`` and ``x = 3+2 = 5`` all answer 5; ``x^2+y^2 = 1``
+stays an equation). ``\\%`` becomes ``%`` and is left to math-verify, which reads ``50%`` as 50
+or 0.5 as the gold suits.
 
 Nothing here evaluates the text: the parsers are anchored regular expressions and a bounded
 recursive-descent parser over a closed grammar.
@@ -45,7 +46,9 @@ __all__ = [
 
 _MAX_RATIONAL_CHARS = 120
 _LEFT_RIGHT = re.compile(r"\\(?:left|right)(?![A-Za-z])")
-_SPACING = re.compile(r"\\[!,;: ]|~|\s+")
+# "1 \text{ and } 2" is the list 1, 2 (math-verify's normalisation does the same)
+_TEXT_CONJUNCTION = re.compile(r",?\\text\{(?:and|or)\}")
+_SPACING = re.compile(r"\\q?quad(?![a-zA-Z])|\\[!,;: ]|~|\s+")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\{([^{}]*)\}")
 _DEGREES = re.compile(r"(?:\^\{?\\circ\}?|°)$")
 _SINGLE_BRACE = re.compile(r"([_^])\{([A-Za-z0-9])\}")
@@ -151,6 +154,7 @@ def normalize_answer(answer: str) -> str:
     text = _LEFT_RIGHT.sub("", text)
     text = _SPACING.sub("", text)
     text = _CHOOSE.sub(r"\\binom{\1}{\2}", text)  # {n \choose k}
+    text = _TEXT_CONJUNCTION.sub(",", text)
     # Unwrap \text{...} repeatedly: nested wrappers are rare and each pass removes one level.
     for _ in range(3):
         unwrapped = _TEXT_WRAP.sub(r"\1", text)

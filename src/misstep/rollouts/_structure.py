@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Structure", "parse_structure"]
+__all__ = ["Interval", "Structure", "parse_structure", "parse_union"]
 
 _MAX_ATOMS = 64
 _OPENERS = ("\\{", "(", "[", "{")
@@ -50,9 +50,9 @@ def _token_at(text: str, i: int, tokens: tuple[str, ...]) -> str | None:
     return None
 
 
-def _split_top(text: str) -> list[str] | None:
-    """``text`` split at its top-level commas and semicolons (brackets of any kind nest), or
-    None when its brackets do not balance."""
+def _split_top(text: str, separators: tuple[str, ...] = (",", ";")) -> list[str] | None:
+    """``text`` split at its top-level separators (commas and semicolons by default; brackets
+    of any kind nest), or None when its brackets do not balance."""
     parts: list[str] = []
     depth = 0
     start = 0
@@ -70,9 +70,12 @@ def _split_top(text: str) -> list[str] | None:
                 return None
             i += len(closer)
             continue
-        if depth == 0 and text[i] in ",;":
+        separator = _token_at(text, i, separators) if depth == 0 else None
+        if separator is not None:
             parts.append(text[start:i])
-            start = i + 1
+            i += len(separator)
+            start = i
+            continue
         i += 1
     if depth != 0:
         return None
@@ -171,3 +174,49 @@ def parse_structure(body: str) -> Structure | None:
     hashes = ",".join("#" * len(reader.atoms))
     flat = not reader.equation and skeleton in (hashes, "\\{" + hashes + "\\}")
     return Structure(skeleton, tuple(reader.atoms), flat)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """One interval of a union, as written."""
+
+    low: str
+    """Its left endpoint's text."""
+    high: str
+    """Its right endpoint's text."""
+    low_closed: bool
+    """Whether it opens with ``[``."""
+    high_closed: bool
+    """Whether it closes with ``]``."""
+
+
+_UNION = "\\cup"
+# Inside a union only intervals of plain endpoints are read; anything else is math-verify's.
+_NOT_IN_UNION = re.compile(
+    r"\\(?:cap|pm|mp|mid|in|notin|setminus|leq?|geq?|neq?|lt|gt|to|mathbb)(?![a-zA-Z])|[±|<>%=]"
+)
+
+
+def parse_union(body: str) -> tuple[Interval, ...] | None:
+    """The intervals of a union of intervals (``(-\\infty,5)\\cup(5,\\infty)``,
+    ``[0,1]\\cup(2,3)``), or None for anything else (no top-level ``\\cup``, a set, a tuple
+    of three, a comma inside an endpoint). math-verify reads it as a sympy ``Union``: a set."""
+    if _UNION not in body or _NOT_IN_UNION.search(body):
+        return None
+    parts = _split_top(body, (_UNION,))
+    if parts is None or len(parts) < 2 or len(parts) > _MAX_ATOMS:
+        return None
+    out: list[Interval] = []
+    for part in parts:
+        group = _group(part)
+        if group is None:
+            return None
+        opener, inside, closer = group
+        ends = _split_top(inside)
+        if opener not in "([" or closer not in ")]" or ends is None or len(ends) != 2:
+            return None
+        low, high = ends
+        if not low or not high or _UNION in inside:
+            return None
+        out.append(Interval(low, high, opener == "[", closer == "]"))
+    return tuple(out)

@@ -44,9 +44,11 @@ __all__ = [
     "load_graded",
 ]
 
-GRADER_VERSION = 6
+GRADER_VERSION = 7
 """Bumped whenever a grading rule changes, so that no stale table is ever read (6: answers made
-of elements and percentages compared by misstep's own rules, ``_structure``)."""
+of elements and percentages compared by misstep's own rules, ``_structure``; 7: unions of
+intervals, logarithms in a base, factorials of variables, ``f(x) = ...`` definitions,
+``\\quad`` and ``\\text{ and }`` in lists)."""
 CACHE_FORMAT_VERSION = 1
 _CHUNK = 1 << 20
 
