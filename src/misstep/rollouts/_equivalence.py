@@ -443,19 +443,17 @@ def _cheap_struct(body: str) -> _Fp | None:
     intervals = None
     if structure.skeleton in _INTERVAL_SKELETONS:
         skeleton = structure.skeleton
-        low, high = structure.atoms
-        one = Interval(low, high, skeleton[0] == "[", skeleton[-1] == "]")
-        intervals = _spans((one,))
+        low, high = (_endpoint(fp) for fp in fps)
+        intervals = _spans([(low, high, skeleton[0] == "[", skeleton[-1] == "]")])
     return _Fp(structured=True, struct=struct, intervals=intervals)
 
 
 _INTERVAL_SKELETONS = ("(#,#)", "[#,#]", "(#,#]", "[#,#)")
 
 
-def _endpoint(text: str) -> float | None:
-    """An endpoint's real value (an infinity included), or None when it is not a number of
-    misstep's grammar."""
-    fp = cheap_fingerprint(canonical_key(text))
+def _endpoint(fp: _Fp | None) -> float | None:
+    """An endpoint's real value (an infinity included) from its fingerprint, or None when it
+    is not a number of misstep's grammar."""
     if fp is None:
         return None
     if fp.text in ("oo", "-oo"):
@@ -476,13 +474,15 @@ def _same_point(a: float, b: float) -> bool | None:
     return None if _close(complex(a), complex(b)) else False
 
 
-def _spans(intervals: tuple[Interval, ...]) -> tuple[_Span, ...] | None:
+_Ends = tuple[float | None, float | None, bool, bool]  # low, high, low closed, high closed
+
+
+def _spans(intervals: list[_Ends]) -> tuple[_Span, ...] | None:
     """The union of the intervals as disjoint spans in increasing order (touching spans joined
     where one side is closed, as sympy's sets are), or None when an endpoint is not a number,
     an interval is empty or a point, or two endpoints are too near to tell."""
     spans: list[_Span] = []
-    for interval in intervals:
-        low, high = _endpoint(interval.low), _endpoint(interval.high)
+    for low, high, low_closed, high_closed in intervals:
         if low is None or high is None or _same_point(low, high) is not False or low > high:
             return None
         # an infinite endpoint is open, whatever its bracket (sympy's Interval)
@@ -490,8 +490,8 @@ def _spans(intervals: tuple[Interval, ...]) -> tuple[_Span, ...] | None:
             _Span(
                 low,
                 high,
-                interval.low_closed and not math.isinf(low),
-                interval.high_closed and not math.isinf(high),
+                low_closed and not math.isinf(low),
+                high_closed and not math.isinf(high),
             )
         )
     spans.sort(key=lambda span: (span.low, not span.low_closed))
@@ -517,13 +517,22 @@ def _spans(intervals: tuple[Interval, ...]) -> tuple[_Span, ...] | None:
     return tuple(merged)
 
 
+def _ends(interval: Interval) -> _Ends:
+    return (
+        _endpoint(cheap_fingerprint(canonical_key(interval.low))),
+        _endpoint(cheap_fingerprint(canonical_key(interval.high))),
+        interval.low_closed,
+        interval.high_closed,
+    )
+
+
 def _cheap_union(body: str) -> _Fp | None:
     """A union of intervals with numeric endpoints as the set it stands for, or None (then
     math-verify parses it)."""
     intervals = parse_union(body)
     if intervals is None:
         return None
-    spans = _spans(intervals)
+    spans = _spans([_ends(interval) for interval in intervals])
     if spans is None:
         return None
     return _Fp(structured=True, intervals=spans, cup=True)
