@@ -24,9 +24,8 @@ _OPENERS = ("\\{", "(", "[", "{")
 _CLOSERS = ("\\}", ")", "]", "}")
 # Forms whose meaning math-verify gives by rules of its own (unions simplify, ± expands, sets
 # are written by comprehension): left to math-verify.
-_UNSUPPORTED = re.compile(
-    r"\\(?:cup|cap|pm|mp|mid|in|notin|setminus|leq?|geq?|neq?|lt|gt|to)(?![a-zA-Z])|[±|<>%]"
-)
+_OPERATORS = r"cap|pm|mp|mid|in|notin|setminus|leq?|geq?|neq?|lt|gt|to"
+_UNSUPPORTED = re.compile(rf"\\(?:cup|{_OPERATORS})(?![a-zA-Z])|[±|<>%]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +191,7 @@ class Interval:
 
 _UNION = "\\cup"
 # Inside a union only intervals of plain endpoints are read; anything else is math-verify's.
-_NOT_IN_UNION = re.compile(
-    r"\\(?:cap|pm|mp|mid|in|notin|setminus|leq?|geq?|neq?|lt|gt|to|mathbb)(?![a-zA-Z])|[±|<>%=]"
-)
+_NOT_IN_UNION = re.compile(rf"\\(?:mathbb|{_OPERATORS})(?![a-zA-Z])|[±|<>%=]")
 
 
 def parse_union(body: str) -> tuple[Interval, ...] | None:
