@@ -24,12 +24,17 @@ from misstep.agreement._correction import (
 )
 from misstep.agreement._errordist import (
     ALL_DATASETS,
+    DEFAULT_ESTIMATOR,
+    ESTIMATORS,
+    MIN_PPI_HUMAN,
     ErrorDistribution,
+    Estimator,
     error_distributions,
     ok_types,
     plot_confusion,
 )
 from misstep.agreement._fleiss import fleiss_kappa_of
+from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
 from misstep.agreement._krippendorff import (
     alpha_from_coincidences,
     item_coincidences,
@@ -42,6 +47,8 @@ from misstep.agreement._labelled import (
     load_labelled_run,
     run_taxonomy,
 )
+from misstep.agreement._plan import MIN_PILOT, PlanRow, labels_needed
+from misstep.agreement._ppi import PPIEstimate, ppi_shares, simultaneous_z
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
     STRATA_FIELDS,
@@ -56,18 +63,26 @@ from misstep.labels import NO_ERROR_CHOICE
 
 __all__ = [
     "ALL_DATASETS",
-    "NO_ERROR_CHOICE",
-    "STRATA_FIELDS",
     "AgreementReport",
     "CategoryRow",
     "ConfusionEntry",
     "CorrectedDistribution",
+    "DEFAULT_ESTIMATOR",
     "Disagreement",
+    "ESTIMATORS",
     "ErrorDistribution",
+    "Estimator",
+    "Homogeneity",
     "LabelledRun",
+    "MIN_PILOT",
+    "MIN_PPI_HUMAN",
+    "NO_ERROR_CHOICE",
     "OverallAgreement",
+    "PPIEstimate",
     "PairAgreement",
+    "PlanRow",
     "Rating",
+    "STRATA_FIELDS",
     "SampleRow",
     "StepAgreement",
     "StepScores",
@@ -77,6 +92,7 @@ __all__ = [
     "alpha_from_coincidences",
     "cohen_kappa",
     "confusion_counts",
+    "confusion_homogeneity",
     "consensus",
     "correct_distribution",
     "error_distributions",
@@ -89,15 +105,18 @@ __all__ = [
     "kappa_from_confusions",
     "krippendorff_alpha",
     "labelled_summary",
+    "labels_needed",
     "labelstudio_config",
     "load_labelled_run",
     "ok_types",
     "per_category_scores",
     "percentile_ci",
     "plot_confusion",
+    "ppi_shares",
     "resample_counts",
     "run_taxonomy",
     "simplex_lstsq",
+    "simultaneous_z",
     "step_scores",
     "stratified_sample",
     "write_task",
