@@ -27,7 +27,12 @@ from typing import Any
 
 import pandas as pd
 
-from misstep.agreement._errordist import ErrorDistribution, error_distributions
+from misstep.agreement._errordist import (
+    DEFAULT_ESTIMATOR,
+    ErrorDistribution,
+    Estimator,
+    error_distributions,
+)
 from misstep.errors import AnalysisError, LabelStoreError, TaxonomyError
 from misstep.labels import (
     HumanLabel,
@@ -83,6 +88,10 @@ class LabelledRun:
     """Bootstrap resamples of the distributions' intervals."""
     seed: int = 0
     """Seed of the distributions' bootstrap."""
+    estimator: Estimator = DEFAULT_ESTIMATOR
+    """How people's labels correct the shares: ``ppi`` (per checkpoint) or ``pooled``."""
+    simultaneous: bool = False
+    """Add intervals that hold for every type of a group at once."""
     _dists: dict[bool, list[ErrorDistribution]] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -126,6 +135,8 @@ class LabelledRun:
                 n_boot=self.n_boot,
                 seed=self.seed,
                 pool_datasets=pool_datasets,
+                estimator=self.estimator,
+                simultaneous=self.simultaneous,
             )
         return self._dists[pool_datasets]
 
@@ -237,6 +248,8 @@ def load_labelled_run(
     full: bool = False,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
+    simultaneous: bool = False,
 ) -> LabelledRun:
     """The label run at ``labels`` (a run directory or its labels.jsonl) joined to ``run``
     (None: the labels alone, without the input check or distributions).
@@ -249,7 +262,8 @@ def load_labelled_run(
     only status, type and inclusion probability (memory never grows with the judge's text).
     Raises ``LabelStoreError`` for a run of another input or a judge type outside the
     taxonomy, ``TaxonomyError`` for a taxonomy that moved or changed, ``InvalidRecordError``
-    (file, line, field, value, allowed keys) for a person's type outside it."""
+    (file, line, field, value, allowed keys) for a person's type outside it. ``estimator``
+    and ``simultaneous``: how ``distributions`` corrects the shares (``error_distributions``)."""
     tax = run_taxonomy(labels, taxonomy)
     stored: Mapping[str, StoredLabel | LabelRow] = (
         read_labels(labels, judge=judge) if full else read_label_rows(labels, judge=judge)
@@ -288,6 +302,8 @@ def load_labelled_run(
         outside=outside,
         n_boot=n_boot,
         seed=seed,
+        estimator=estimator,
+        simultaneous=simultaneous,
     )
 
 
@@ -311,12 +327,19 @@ def add_error_distributions(
         if corrected:
             record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
             record["error_dist_ci"] = d.error_dist_ci if d is not None else None
+            record["error_dist_estimator"] = d.estimator if d is not None else None
+            record["n_human"] = d.n_human if d is not None else 0
+            if d is not None and d.error_dist_sim_ci is not None:
+                record["error_dist_sim_ci"] = d.error_dist_sim_ci
+            if d is not None and d.homogeneity is not None:
+                record["confusion_homogeneity_p"] = d.homogeneity.p_value
         if flat:
             for name in (
                 "error_dist",
                 "error_dist_raw_ci",
                 "error_dist_corrected",
                 "error_dist_ci",
+                "error_dist_sim_ci",
             ):
                 for key, value in (record.pop(name, None) or {}).items():
                     record[f"{name}.{key}"] = value
