@@ -67,10 +67,7 @@ def _active_probs(rng: np.random.Generator, y: Any, f: Any, n: int) -> np.ndarra
     k = len(TYPES)
     pilot = rng.choice(len(y), size=50, replace=False)
     prec = np.array(
-        [
-            (y[pilot][f[pilot] == j] == j).mean() if (f[pilot] == j).any() else 0.5
-            for j in range(k)
-        ]
+        [(y[pilot][f[pilot] == j] == j).mean() if (f[pilot] == j).any() else 0.5 for j in range(k)]
     )
     score = np.sqrt(np.clip(1 - prec, 0.05, 1.0))[f]
     return np.clip(n * score / score.sum(), 1e-3, 1.0)
@@ -104,9 +101,7 @@ def one_run(
         pairs += [(TYPES[a], TYPES[b]) for a, b in zip(y[idx], f[idx], strict=True)]
         groups.append((f, p))
     for i, (f, p) in enumerate(groups):
-        r = correct_distribution(
-            [TYPES[j] for j in f], pairs, TYPES, n_boot=n_boot, seed=i
-        )
+        r = correct_distribution([TYPES[j] for j in f], pairs, TYPES, n_boot=n_boot, seed=i)
         ci = np.array([r.corrected_ci[t] or (0.0, 1.0) for t in TYPES])
         out["pooled"].append((ci, p))
     return out

@@ -276,7 +276,8 @@ def test_summary_gains_error_distributions(tmp_path: Path) -> None:
     # ppi (the default) corrects from the checkpoint's own labels: 2 are too few, so no
     # corrected share, and the table and stderr say why
     result = runner.invoke(
-        app, ["summary", str(traces), "--labels", str(run), "--human", str(human), "--format", "json"]
+        app,
+        ["summary", str(traces), "--labels", str(run), "--human", str(human), "--format", "json"],
     )
     (record,) = json.loads(result.stdout)
     assert record["error_dist_corrected"] is None and record["error_dist_estimator"] == "ppi"

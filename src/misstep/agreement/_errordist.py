@@ -96,7 +96,8 @@ class ErrorDistribution(BaseModel):
     """Simultaneous 95% intervals over the types (on request): ``ppi`` the Gaussian max-|z|
     band of its covariance, ``pooled`` Bonferroni over its bootstrap."""
     error_dist_cov: list[list[float]] | None = Field(default=None, exclude=True)
-    """Covariance of the ``ppi`` shares (the shift tests use it; not shown)."""
+    """Covariance of the corrected shares, types in the run's order (``ppi``: analytic;
+    ``pooled``: bootstrap); the shift tests use it; not shown."""
     homogeneity: Homogeneity | None = None
     """``pooled``: the test of its assumption (one confusion at every checkpoint)."""
     note: str | None = None
@@ -247,6 +248,7 @@ def _pooled_group(
     base.error_dist_ci = result.corrected_ci
     base.not_identified = result.not_identified
     base.error_dist_se = {c: v for c, v in result.corrected_se.items() if v is not None}
+    base.error_dist_cov = result.corrected_cov
     if simultaneous:
         base.error_dist_sim_ci = result.simultaneous_ci
 
@@ -273,9 +275,7 @@ def error_distributions(
     if estimator not in ESTIMATORS:
         raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
     cols = ["trace_id", "checkpoint", "dataset", "problem_id"]
-    wrong = graded.loc[
-        graded["outcome"] == "wrong", [c for c in cols if c in graded.columns]
-    ]
+    wrong = graded.loc[graded["outcome"] == "wrong", [c for c in cols if c in graded.columns]]
     problem = wrong["problem_id"] if "problem_id" in wrong.columns else wrong["trace_id"]
     wrong = wrong.assign(
         stratum=wrong["dataset"].astype(str),

@@ -53,6 +53,7 @@ from misstep.taxonomy import Taxonomy, load_taxonomy
 __all__ = [
     "LabelledRun",
     "add_error_distributions",
+    "labelled_run_of",
     "labelled_summary",
     "load_labelled_run",
     "run_taxonomy",
@@ -300,6 +301,64 @@ def load_labelled_run(
         human_files=files,
         inclusion=inclusion,
         outside=outside,
+        n_boot=n_boot,
+        seed=seed,
+        estimator=estimator,
+        simultaneous=simultaneous,
+    )
+
+
+def labelled_run_of(
+    graded: pd.DataFrame,
+    labels: Mapping[str, StoredLabel | LabelRow] | pd.DataFrame,
+    *,
+    human: Sequence[HumanLabel] = (),
+    taxonomy: Taxonomy | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
+    simultaneous: bool = False,
+) -> LabelledRun:
+    """A ``LabelledRun`` from tables in memory (scripts, tests, benchmarks): ``graded`` with
+    the ``GRADED_COLUMNS``, ``labels`` per trace (or a DataFrame with ``trace_id``,
+    ``error_type`` and optionally ``status``, ``first_error_step``, ``evidence``), people's
+    labels, the taxonomy (built-in when None). No input or taxonomy-hash check: nothing was
+    read from disk."""
+    from misstep.rollouts import GradedRun
+
+    if isinstance(labels, pd.DataFrame):
+        status = labels["status"] if "status" in labels.columns else ["ok"] * len(labels)
+        extra = {c: labels[c] for c in ("first_error_step", "evidence") if c in labels.columns}
+        stored: dict[str, StoredLabel | LabelRow] = {}
+        for i, (t, st, e) in enumerate(
+            zip(labels["trace_id"], status, labels["error_type"], strict=True)
+        ):
+            more = {
+                c: (v.item() if hasattr(v, "item") else v)
+                for c, col in extra.items()
+                if pd.notna(v := col.iloc[i])
+            }
+            stored[str(t)] = StoredLabel(
+                trace_id=str(t),
+                judge="memory",
+                status=LabelStatus(str(st)),
+                error_type=None if pd.isna(e) else str(e),
+                **more,
+            )
+        labels = stored
+    tax = taxonomy if taxonomy is not None else load_taxonomy(None)
+    _check_types(labels, tax, Path("<memory>"))
+    return LabelledRun(
+        run=GradedRun(table=graded, input_path=Path("<memory>"), input_sha256="", from_cache=False),
+        labels_path=Path("<memory>"),
+        labels=labels,
+        taxonomy=tax,
+        human=list(human),
+        inclusion={
+            t: float(p)
+            for t, lab in labels.items()
+            if (p := getattr(lab, "inclusion_prob", None)) is not None
+        },
         n_boot=n_boot,
         seed=seed,
         estimator=estimator,

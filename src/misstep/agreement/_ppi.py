@@ -140,12 +140,12 @@ def ppi_shares(
     contrib = a * lam_v + b
     cov = scale * contrib.T @ contrib
     estimate = lam_v * fbar + (ybar - lam_v * fbar_l)
-    return PPIEstimate(
-        estimate=estimate, cov=cov, lam=lam_v, n_human=n, n_judged=big_n
-    )
+    return PPIEstimate(estimate=estimate, cov=cov, lam=lam_v, n_human=n, n_judged=big_n)
 
 
-def simultaneous_z(cov: Array, level: float = 0.95, *, draws: int = 100_000, seed: int = 0) -> float:
+def simultaneous_z(
+    cov: Array, level: float = 0.95, *, draws: int = 100_000, seed: int = 0
+) -> float:
     """Critical value c with P(max_t |Z_t| / sd_t <= c) = level for Z ~ N(0, cov): the
     Gaussian max-|z| (sup-t) band over the types, from seeded draws. Never above the Bonferroni
     value (taken when it is smaller, which only happens by Monte Carlo error)."""

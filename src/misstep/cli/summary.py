@@ -387,9 +387,7 @@ def _estimator_notes(dists: list[ErrorDistribution]) -> None:
             )
     for d in dists:
         if d.note:
-            err_console.print(
-                f"{d.checkpoint}/{d.dataset}: {d.note}", soft_wrap=True, markup=False
-            )
+            err_console.print(f"{d.checkpoint}/{d.dataset}: {d.note}", soft_wrap=True, markup=False)
 
 
 def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
