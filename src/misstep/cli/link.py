@@ -143,7 +143,7 @@ def _print_text(r: LinkResult) -> None:
         out.print(f.sentence, markup=False)
     for n in r.notes:
         out.print(f"  note: {n}", markup=False)
-    source = {c.error_dist_source for c in r.checkpoints}
+    source = {c.error_dist_source for c in r.checkpoints if c.error_dist is not None}
     which = "corrected for the judge's confusion" if source == {"corrected"} else "the judge's"
     t = Table(title=f"per checkpoint (error types: share of labelled wrong traces, {which})")
     keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
