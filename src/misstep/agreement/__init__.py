@@ -48,7 +48,14 @@ from misstep.agreement._labelled import (
     load_labelled_run,
     run_taxonomy,
 )
-from misstep.agreement._plan import MIN_PILOT, PlanRow, labels_needed
+from misstep.agreement._plan import (
+    MIN_PILOT,
+    PLAN_VERSION,
+    LabelPlan,
+    PlanRow,
+    labels_needed,
+    plan_labels,
+)
 from misstep.agreement._ppi import PPIEstimate, ppi_shares, simultaneous_z
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
@@ -69,6 +76,7 @@ __all__ = [
     "MIN_PILOT",
     "MIN_PPI_HUMAN",
     "NO_ERROR_CHOICE",
+    "PLAN_VERSION",
     "STRATA_FIELDS",
     "AgreementReport",
     "CategoryRow",
@@ -78,6 +86,7 @@ __all__ = [
     "ErrorDistribution",
     "Estimator",
     "Homogeneity",
+    "LabelPlan",
     "LabelledRun",
     "OverallAgreement",
     "PPIEstimate",
@@ -113,6 +122,7 @@ __all__ = [
     "ok_types",
     "per_category_scores",
     "percentile_ci",
+    "plan_labels",
     "plot_confusion",
     "ppi_shares",
     "resample_counts",

@@ -22,13 +22,20 @@ counts it, so a run whose problems hold many traces of one type comes out somewh
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 from scipy import stats
 
-__all__ = ["MIN_PILOT", "PlanRow", "labels_needed"]
+from misstep.agreement._errordist import ok_types
+from misstep.errors import OptionError
+
+if TYPE_CHECKING:
+    from misstep.agreement._labelled import LabelledRun
+
+__all__ = ["MIN_PILOT", "PLAN_VERSION", "LabelPlan", "PlanRow", "labels_needed", "plan_labels"]
 
 Array = npt.NDArray[np.float64]
 
@@ -94,3 +101,105 @@ def labels_needed(
     else:
         n = min(n_judged, max(2, math.ceil(float((resid / room).max()))))
     return n, _halfwidth(n, vy, vf, c, n_judged, z)
+
+
+PLAN_VERSION = 1
+"""Version of the stored plan (``misstep plan --format json`` / ``misstep sample --plan``)."""
+
+
+class LabelPlan(BaseModel):
+    """A label plan of a run: what ``misstep plan`` prints and ``misstep sample --plan``
+    draws."""
+
+    version: int = PLAN_VERSION
+    """Format version."""
+    halfwidth: float
+    """The half-width asked for (share)."""
+    level: float
+    """Confidence level of the intervals."""
+    estimator: str = "ppi"
+    """The estimator the plan is for."""
+    note: str
+    """Where the judge-human agreement came from, in words."""
+    checkpoints: list[PlanRow]
+    """One row per checkpoint, in checkpoint order."""
+
+
+def _pilot_pairs(
+    labelled: LabelledRun,
+) -> tuple[dict[str, list[str]], dict[str, list[tuple[str, str, float]]], list[str]]:
+    """Per checkpoint: its judged wrong traces (ok, typed) and its human-labelled ones as
+    (human type, judge type, weight); checkpoints in order."""
+    from misstep.labels import human_consensus
+    from misstep.metrics import order_checkpoints
+
+    table = labelled.table
+    judged = ok_types(labelled.labels)
+    people = dict(human_consensus(labelled.human).items()) if labelled.human else {}
+    wrong = table.loc[table["outcome"] == "wrong", ["trace_id", "checkpoint"]]
+    ids: dict[str, list[str]] = {}
+    pairs: dict[str, list[tuple[str, str, float]]] = {}
+    for t, ck in zip(wrong["trace_id"].astype(str), wrong["checkpoint"].astype(str), strict=True):
+        if t in judged:
+            ids.setdefault(ck, []).append(t)
+            if t in people:
+                pairs.setdefault(ck, []).append((people[t][0], judged[t], people[t][1]))
+    return ids, pairs, [str(c) for c in order_checkpoints(table)]
+
+
+def _onehots(pairs: list[tuple[str, str, float]], cats: list[str]) -> tuple[Array, Array, Array]:
+    index = {c: i for i, c in enumerate(cats)}
+    eye = np.eye(len(cats))
+    return (
+        eye[[index[h] for h, _, _ in pairs]],
+        eye[[index[j] for _, j, _ in pairs]],
+        np.array([w for _, _, w in pairs]),
+    )
+
+
+def plan_labels(labelled: LabelledRun, halfwidth: float, *, level: float = 0.95) -> LabelPlan:
+    """The plan for ``halfwidth`` of every type's share at every checkpoint (``ppi``): the
+    pilot is each checkpoint's own human labels when it has ``MIN_PILOT``, else every
+    checkpoint's pooled, else none (the human-only worst case)."""
+    if not 0 < halfwidth < 0.5:
+        raise OptionError(
+            option="--halfwidth", value=halfwidth, allowed="a share between 0 and 0.5"
+        )
+    ids, pairs, order = _pilot_pairs(labelled)
+    cats = sorted(
+        set(labelled.categories) | {x for ps in pairs.values() for h, j, _ in ps for x in (h, j)}
+    )
+    pooled = [p for ck in order for p in pairs.get(ck, [])]
+    rows: list[PlanRow] = []
+    sources: set[str] = set()
+    for ck in order:
+        mine = pairs.get(ck, [])
+        pilot = mine if len(mine) >= MIN_PILOT else pooled
+        source = "checkpoint" if pilot is mine and mine else "pooled" if pilot else "none"
+        n_judged = len(ids.get(ck, []))
+        if not n_judged:
+            continue
+        if pilot:
+            y, f, w = _onehots(pilot, cats)
+            need, width = labels_needed(halfwidth, n_judged, y=y, f=f, weights=w, level=level)
+        else:
+            need, width = labels_needed(halfwidth, n_judged, level=level)
+        sources.add(source)
+        rows.append(
+            PlanRow(
+                checkpoint=ck,
+                human_labels_needed=max(need, len(mine)),
+                human_labels_held=len(mine),
+                expected_halfwidth=width,
+                n_judged=n_judged,
+                pilot=source,
+            )
+        )
+    note = (
+        "no pilot: no human label shares a trace with the judge's labels, so this is the "
+        "human-only worst case (a share of one half), which the judge's labels can only improve"
+        if sources <= {"none"}
+        else "from the pilot's judge-human agreement (each checkpoint's own with at least "
+        f"{MIN_PILOT} human labels, else all checkpoints' pooled); label, then plan again"
+    )
+    return LabelPlan(halfwidth=halfwidth, level=level, note=note, checkpoints=rows)
