@@ -113,7 +113,7 @@ class ErrorDistribution(BaseModel):
         """Which estimator made the shown shares and from how many human labels, in words."""
         if self.error_dist_corrected is None:
             return "judge (uncorrected)"
-        return f"{self.estimator} ({self.n_human} human labels)"
+        return f"{self.estimator} ({self.n_human})"
 
     @property
     def used(self) -> dict[str, float | None] | None:
