@@ -428,9 +428,9 @@ def test_one_labelled_run_gives_one_answer(budget_run: dict[str, Path]) -> None:
 
 def test_report_and_sample_use_the_same_run(budget_run: dict[str, Path]) -> None:
     traces, labels, human = (str(budget_run[k]) for k in ("traces", "run", "human"))
+    pooled = ["--estimator", "pooled"]
     link = _json(
-        ["link", traces, "--labels", labels, "--human", human, "--format", "json"]
-        + ["--estimator", "pooled"]
+        ["link", traces, "--labels", labels, "--human", human, "--format", "json", *pooled]
     )
     out = budget_run["tmp"] / "report.html"
     result = runner.invoke(
