@@ -137,3 +137,18 @@ def test_summary_and_link_say_which_estimator_and_how_many_labels(tmp_path: Path
     assert "ppi (60)" in text.stdout
     pooled = runner.invoke(app, ["summary", *common, "--estimator", "pooled"])
     assert pooled.exit_code == 0 and "test of that assumption" in pooled.stderr
+
+
+def test_agree_counts_human_labels_and_tests_one_confusion(tmp_path: Path) -> None:
+    traces, run, human = _run(tmp_path, n_human=40)
+    args = ["agree", "--human", str(human), "--judge", str(run), "--traces", str(traces)]
+    result = runner.invoke(app, [*args, "--by", "checkpoint", "--format", "json", "--n-boot", "20"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["n_human"] == 80
+    (test,) = report["confusion_homogeneity"].values()
+    # the same judge at both checkpoints: 80 labels over 2 checkpoints, a permutation p-value
+    assert test["n"] == 80 and test["n_checkpoints"] == 2
+    assert 0 < test["p_value"] <= 1
+    table = runner.invoke(app, [*args, "--by", "checkpoint", "--n-boot", "20"])
+    assert "human labels: 80" in table.stderr and "one confusion" in table.stderr

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from misstep.agreement import AgreementReport, LabelledRun
+    from misstep.labels import HumanLabel
     from misstep.taxonomy import Taxonomy
 
 _MAX_SHOWN_DISAGREEMENTS = 20
@@ -244,8 +245,11 @@ def agree(
     for path in [*(human or []), *(p for r in runs for p in r.human_files)]:
         files.setdefault(path.resolve(), path)
     raters: dict[str, dict[str, Any]] = {}
+    people: list[HumanLabel] = []
     for path in files.values():
-        for name, ratings in human_raters(read_human_labels(path, keys=tax.keys)).items():
+        rows = read_human_labels(path, keys=tax.keys)
+        people += rows
+        for name, ratings in human_raters(rows).items():
             raters.setdefault(name, {}).update(ratings)
     judges: list[str] = []
     groups: dict[str, str] = {}
@@ -300,10 +304,58 @@ def agree(
             "no trace is labelled by two raters: nothing to compare",
             hint="check that the files' trace_id values match",
         )
+    _add_homogeneity(report, runs, judges, people, groups if by == By.checkpoint else {})
     if output == ReportFormat.json:
         typer.echo(report.to_json())
     else:
         _print_report(out_console, report)
+        _print_homogeneity(report)
+
+
+def _add_homogeneity(
+    report: AgreementReport,
+    runs: list[LabelledRun],
+    judges: list[str],
+    people: list[HumanLabel],
+    checkpoints: dict[str, str],
+) -> None:
+    """How many human labels the figures rest on, and per judge run the test of one
+    confusion at every checkpoint (what ``--estimator pooled`` assumes)."""
+    from misstep.agreement import confusion_homogeneity, ok_types
+    from misstep.labels import human_consensus
+
+    agreed = human_consensus(people) if people else None
+    report.n_human = len(agreed.types) if agreed is not None else 0
+    if agreed is None:
+        return
+    for name, labelled in zip(judges, runs, strict=False):
+        stored = labelled.records
+        judged = ok_types(stored)
+        ck = {t: lab.checkpoint for t, lab in stored.items() if lab.checkpoint is not None}
+        ck.update(checkpoints)
+        shared = sorted(t for t in agreed.types if t in judged and t in ck)
+        if shared:
+            report.confusion_homogeneity[name] = confusion_homogeneity(
+                [ck[t] for t in shared],
+                [agreed.types[t] for t in shared],
+                [judged[t] for t in shared],
+            )
+
+
+def _print_homogeneity(report: AgreementReport) -> None:
+    """The human-label count and the homogeneity tests, on stderr (notes, not data)."""
+    if report.n_human is not None:
+        err_console.print(
+            f"human labels: {report.n_human} trace(s) with a consensus type", markup=False
+        )
+    for name, test in report.confusion_homogeneity.items():
+        stat = "-" if test.statistic is None else f"G = {test.statistic:.1f}, df {test.dof}"
+        err_console.print(
+            f"{name}: one confusion at every checkpoint? {test.n} human labels over "
+            f"{test.n_checkpoints} checkpoint(s) ({stat}): {test.meaning}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 @handles_errors
