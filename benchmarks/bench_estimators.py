@@ -162,6 +162,9 @@ def main() -> None:
                 "halfwidth": a.halfwidth,
                 "max_halfwidth_over_h_mean": round(float(np.mean(ratios)), 3),
                 "max_halfwidth_over_h_worst": round(float(np.max(ratios)), 3),
+                "share_within_25pct": round(
+                    float(np.mean(np.abs(np.array(ratios) - 1) <= 0.25)), 3
+                ),
                 "draws": len(ratios),
             }
         }
