@@ -197,3 +197,50 @@ def test_shift_tests_from_the_corrected_shares() -> None:
     assert shift.p_raw == pytest.approx(stats.chi2.sf(4.0, 2))
     (missing,) = estimator_shifts([_dist("c1", [0.3, 0.7], 0.0025), None], ["c1", "c2"], ["a", "b"])
     assert missing.p_value is None and "c2" in (missing.note or "")
+
+
+def test_error_distributions_ppi_holds_under_drift_where_pooled_does_not() -> None:
+    # End to end: two checkpoints of 1,000 wrong traces (200 problems of 5), true shares
+    # misread 0.4 / arithmetic 0.6 at both; the judge calls misread right 95% of the time at
+    # c1 and 30% at c2 (else arithmetic). People label 100 per checkpoint with the truth.
+    import pandas as pd
+
+    from misstep.agreement import error_distributions
+    from misstep.labels import HumanLabel, LabelStatus, StoredLabel
+
+    rng = np.random.default_rng(7)
+    rows, labels, human = [], {}, []
+    for ck, acc in (("c1", 0.95), ("c2", 0.30)):
+        truth = np.where(rng.random(1000) < 0.4, "misread", "arithmetic")
+        said = np.where((truth == "misread") & (rng.random(1000) > acc), "arithmetic", truth)
+        for i in range(1000):
+            tid = f"{ck}/{i}"
+            rows.append(
+                {"trace_id": tid, "checkpoint": ck, "dataset": "d", "problem_id": f"p{i // 5}",
+                 "outcome": "wrong"}
+            )  # fmt: skip
+            labels[tid] = StoredLabel(
+                trace_id=tid, judge="j", status=LabelStatus.OK, error_type=str(said[i])
+            )
+            if i % 10 == 0:
+                human.append(HumanLabel(trace_id=tid, annotator="a", error_type=str(truth[i])))
+    graded = pd.DataFrame(rows)
+    cats = ["misread", "arithmetic"]
+    ppi = {d.checkpoint: d for d in error_distributions(graded, labels, cats, human=human)}
+    pooled = {
+        d.checkpoint: d
+        for d in error_distributions(
+            graded, labels, cats, human=human, estimator="pooled", n_boot=200
+        )
+    }
+    for ck in ("c1", "c2"):
+        d = ppi[ck]
+        assert d.estimator == "ppi" and d.n_human == 100
+        lo, hi = (d.error_dist_ci or {})["misread"] or (0.0, 0.0)
+        assert lo <= 0.4 <= hi
+    # the pooled confusion (misread right ~62% of the time) inverts c2's 12% judge share to
+    # far below 0.4: its interval misses the truth
+    lo, hi = (pooled["c2"].error_dist_ci or {})["misread"] or (0.0, 0.0)
+    assert hi < 0.4
+    assert pooled["c2"].homogeneity is not None
+    assert (pooled["c2"].homogeneity.p_value or 1.0) < 0.01  # the drift is detected
