@@ -244,3 +244,50 @@ def test_error_distributions_ppi_holds_under_drift_where_pooled_does_not() -> No
     assert hi < 0.4
     assert pooled["c2"].homogeneity is not None
     assert (pooled["c2"].homogeneity.p_value or 1.0) < 0.01  # the drift is detected
+
+
+def test_ppi_weights_from_the_budget_and_the_sample_keep_it_unbiased() -> None:
+    # One checkpoint, two datasets of 1,000 wrong traces: misread 20% in A, 60% in B (truth
+    # over the checkpoint: 40%). The budget judges all of A and a quarter of B; the judge is
+    # right 90% of the time on A and 50% on B. People label 150 judged traces of A (weight
+    # 1000 / 150) and 50 of B (weight 250 / 50 / 0.25 = 20). Over 40 runs the mean estimate is
+    # within 3 standard errors of 0.4 and the intervals cover it.
+    import pandas as pd
+
+    from misstep.agreement import error_distributions
+    from misstep.labels import HumanLabel, LabelRow
+
+    rng = np.random.default_rng(8)
+    estimates, hits = [], 0
+    for _ in range(40):
+        rows, labels, human = [], {}, []
+        for ds, share, acc, judged_n, people_n in (
+            ("A", 0.2, 0.9, 1000, 150),
+            ("B", 0.6, 0.5, 250, 50),
+        ):
+            truth = np.where(rng.random(1000) < share, "misread", "other")
+            wrong_call = {"misread": "other", "other": "misread"}
+            said = [t if rng.random() < acc else wrong_call[t] for t in truth]
+            judged = rng.choice(1000, size=judged_n, replace=False)
+            for i in range(1000):
+                rows.append(
+                    {"trace_id": f"{ds}{i}", "checkpoint": "c", "dataset": ds,
+                     "problem_id": f"{ds}{i}", "outcome": "wrong"}
+                )  # fmt: skip
+            for i in judged:
+                labels[f"{ds}{i}"] = LabelRow("ok", said[i], judged_n / 1000)
+            for i in rng.choice(judged, size=people_n, replace=False):
+                weight = judged_n / people_n / (judged_n / 1000)
+                human.append(
+                    HumanLabel(trace_id=f"{ds}{i}", annotator="a", error_type=str(truth[i]),
+                               weight=weight)
+                )  # fmt: skip
+        (d,) = error_distributions(
+            pd.DataFrame(rows), labels, ["misread", "other"], human=human, pool_datasets=True
+        )
+        estimates.append((d.error_dist_corrected or {})["misread"])
+        lo, hi = (d.error_dist_ci or {})["misread"] or (0.0, 0.0)
+        hits += lo <= 0.4 <= hi
+    est = np.array(estimates)
+    assert abs(est.mean() - 0.4) < 3 * est.std(ddof=1) / math.sqrt(len(est))
+    assert hits >= 34  # 40 intervals at 95%: P(fewer than 34) < 1%
