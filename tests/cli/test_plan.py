@@ -137,6 +137,9 @@ def test_summary_and_link_say_which_estimator_and_how_many_labels(tmp_path: Path
     assert "ppi (60)" in text.stdout
     pooled = runner.invoke(app, ["summary", *common, "--estimator", "pooled"])
     assert pooled.exit_code == 0 and "test of that assumption" in pooled.stderr
+    linked = runner.invoke(app, ["link", *common, "--estimator", "pooled", "--format", "json"])
+    test = json.loads(linked.stdout)["confusion_homogeneity"]
+    assert test["n"] == 120 and test["n_checkpoints"] == 2 and 0 < test["p_value"] <= 1
 
 
 def test_agree_counts_human_labels_and_tests_one_confusion(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from misstep.agreement import ErrorDistribution, LabelledRun
+from misstep.agreement import ErrorDistribution, Homogeneity, LabelledRun
 from misstep.errors import AnalysisError, InputFormatError, InvalidRecordError
 from misstep.labels import HumanLabel, LabelRow, StoredLabel, human_consensus
 from misstep.link._anatomy import (
@@ -170,6 +170,9 @@ class LinkResult(BaseModel):
     """Judge vs human: n, agreement, Cohen's kappa and the confusion matrix (with ``human``)."""
     findings: list[Finding]
     """Ranked, best first."""
+    confusion_homogeneity: Homogeneity | None = None
+    """With ``--estimator pooled``: the test of its assumption (one judge confusion at every
+    checkpoint) on the human labels."""
     notes: list[str]
     """Plain statements about too few data and uncorrected distributions."""
 
@@ -316,6 +319,13 @@ def _agreement(
         "confusion_rows": "human",
         "confusion_cols": "judge",
     }
+
+
+def _distributions(labelled: LabelledRun, dataset: str | None) -> list[ErrorDistribution]:
+    """The run's per-checkpoint distributions: datasets pooled, or one dataset's."""
+    if dataset is None:
+        return labelled.distributions(pool_datasets=True)
+    return [d for d in labelled.distributions(pool_datasets=False) if d.dataset == dataset]
 
 
 def _typed_wrong(
@@ -596,11 +606,7 @@ def link_analysis(
     human = labelled.human or None
     lab = _labels_frame(labelled.labels)
     wl, seen = _typed_wrong(graded, lab, types)
-    if dataset is None:
-        distributions = labelled.distributions(pool_datasets=True)
-    else:
-        split = labelled.distributions(pool_datasets=False)
-        distributions = [d for d in split if d.dataset == dataset]
+    distributions = _distributions(labelled, dataset)
     dists = {d.checkpoint: d for d in distributions}
 
     _stage(on_stage, "error-type distributions and their shifts")
@@ -678,6 +684,9 @@ def link_analysis(
         agreement=_agreement(human, lab, types) if human is not None else None,
         findings=findings,
         notes=notes,
+        confusion_homogeneity=next(
+            (d.homogeneity for d in distributions if d.homogeneity is not None), None
+        ),
     )
 
 
