@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-TYPES = ["arithmetic", "logic", "misread", "setup", "unjustified", "other"]
+TYPES = ["arithmetic", "misread", "theorem_misuse", "broken_derivation", "other"]
+"""The built-in taxonomy's keys (``labelled_run_of`` checks labels against it)."""
 
 
 def generate(
