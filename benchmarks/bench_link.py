@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-TYPES = ["arithmetic", "logic", "misread", "setup", "unjustified", "other"]
+TYPES = ["arithmetic", "misread", "theorem_misuse", "broken_derivation", "other"]
+"""The built-in taxonomy's keys (``labelled_run_of`` checks labels against it)."""
 
 
 def generate(
@@ -131,13 +132,14 @@ def replicate_real(path: Path, replicas: int, seed: int = 0) -> tuple[pd.DataFra
 
 
 def _timed_report(graded: pd.DataFrame, labels: pd.DataFrame) -> dict[str, object]:
+    from misstep.agreement import labelled_run_of
     from misstep.link import link_analysis
     from misstep.metrics import voting_table
     from misstep.pipelines._analyse import _voting_and_curves
     from misstep.report import write_report
 
     t0 = time.perf_counter()
-    result = link_analysis(graded, labels)
+    result = link_analysis(graded, labelled_run_of(graded, labels))
     t1 = time.perf_counter()
     # What `misstep report` adds: the other aggregators and the pass@k / maj@k curves.
     voting, curves = _voting_and_curves(graded, result.k)

@@ -210,3 +210,14 @@ def test_bench_review_smoke(shared_data: Path) -> None:
     assert (result["traces"], result["labels"]) == (14000, 2000)
     for key in ("open_trace", "list_filtered_page_of_50"):
         assert result[key]["n"] == 5 and 0 < result[key]["p50_ms"] <= result[key]["max_ms"]
+
+
+def test_bench_estimators_smoke() -> None:
+    result = _bench(
+        "bench_estimators.py", "--runs", "2", "--wrong", "400", "--human", "60", "--n-boot", "30"
+    )
+    for case in ("no_drift", "drift"):
+        for name in ("ppi", "pooled", "human_only", "active"):
+            assert 0 <= result[case][name]["coverage"] <= 1
+            assert result[case][name]["intervals"] == 2 * 3 * 5
+        assert result[case]["plan"]["draws"] == 5

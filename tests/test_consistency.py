@@ -119,15 +119,29 @@ def test_every_command_agrees(run: dict[str, Path]) -> None:
     summary = _json(
         [
             *("summary", traces, "--by", "checkpoint", "--k", "1,4", "--format", "json"),
-            *("--labels", labels, "--human", human),
+            *("--labels", labels, "--human", human, "--estimator", "pooled"),
         ]
     )
     cover = _json(["coverage", traces, "--format", "json"])
-    text = runner.invoke(app, ["link", traces, "--labels", labels, "--human", human])
+    # A few human labels per checkpoint: the pooled inversion corrects (ppi needs 10 each).
+    pooled = ["--estimator", "pooled"]
+    text = runner.invoke(app, ["link", traces, "--labels", labels, "--human", human, *pooled])
     assert text.exit_code == 0, text.output
     assert "corrected for the judge's confusion" in text.stdout
     link = _json(
-        ["link", traces, "--labels", labels, "--human", human, "--k", "1,4", "--format", "json"]
+        [
+            "link",
+            traces,
+            "--labels",
+            labels,
+            "--human",
+            human,
+            "--k",
+            "1,4",
+            "--format",
+            "json",
+            *pooled,
+        ]
     )
     agree = _json(
         ["agree", "--human", human, "--judge", labels, "--format", "json", "--n-boot", "20"]
@@ -187,7 +201,19 @@ def test_report_shows_the_link_numbers(run: dict[str, Path]) -> None:
     traces, labels, human = str(run["traces"]), str(run["run"]), str(run["human"])
     out = run["tmp"] / "report.html"
     result = runner.invoke(
-        app, ["report", traces, "--labels", labels, "--human", human, "--out", str(out)]
+        app,
+        [
+            "report",
+            traces,
+            "--labels",
+            labels,
+            "--human",
+            human,
+            "--out",
+            str(out),
+            "--estimator",
+            "pooled",
+        ],
     )
     assert result.exit_code == 0, result.output
     html = out.read_text(encoding="utf-8")
@@ -342,7 +368,7 @@ def _close(a: Any, b: Any) -> bool:
 
 def test_one_labelled_run_gives_one_answer(budget_run: dict[str, Path]) -> None:
     traces, labels, human = (str(budget_run[k]) for k in ("traces", "run", "human"))
-    common = ["--labels", labels, "--human", human]
+    common = ["--labels", labels, "--human", human, "--estimator", "pooled"]
     summary = _json(["summary", traces, "--by", "checkpoint", "--format", "json", *common])
     by_ds = _json(["summary", traces, "--by", "dataset", "--format", "json", *common])
     link = _json(["link", traces, *common, "--by", "dataset", "--format", "json"])
@@ -402,10 +428,25 @@ def test_one_labelled_run_gives_one_answer(budget_run: dict[str, Path]) -> None:
 
 def test_report_and_sample_use_the_same_run(budget_run: dict[str, Path]) -> None:
     traces, labels, human = (str(budget_run[k]) for k in ("traces", "run", "human"))
-    link = _json(["link", traces, "--labels", labels, "--human", human, "--format", "json"])
+    pooled = ["--estimator", "pooled"]
+    link = _json(
+        ["link", traces, "--labels", labels, "--human", human, "--format", "json", *pooled]
+    )
     out = budget_run["tmp"] / "report.html"
     result = runner.invoke(
-        app, ["report", traces, "--labels", labels, "--human", human, "--out", str(out)]
+        app,
+        [
+            "report",
+            traces,
+            "--labels",
+            labels,
+            "--human",
+            human,
+            "--out",
+            str(out),
+            "--estimator",
+            "pooled",
+        ],
     )
     assert result.exit_code == 0, result.output
     html = out.read_text(encoding="utf-8")

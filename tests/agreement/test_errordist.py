@@ -60,7 +60,9 @@ def test_corrected_with_human_labels_and_plot(tmp_path: Path) -> None:
         "t2": ("other", 1.0),
         "t5": ("other", 2.0),
     }
-    out = error_distributions(_graded(), _labels(), CATS, human=human, n_boot=50)
+    out = error_distributions(
+        _graded(), _labels(), CATS, human=human, n_boot=50, estimator="pooled"
+    )
     s1 = next(d for d in out if d.checkpoint == "s1")
     assert s1.n_human == 3
     assert s1.error_dist_corrected is not None and s1.error_dist_ci is not None

@@ -68,13 +68,13 @@ def test_allocation_by_hand() -> None:
 def test_stratified_sample_weights_and_determinism() -> None:
     traces, labels = _data()
     rows = stratified_sample(traces, labels, n=12, seed=4)
-    counts = Counter(r.stratum for r in rows)
+    counts = Counter(r.judge_stratum for r in rows)
     assert counts == {
         "checkpoint=step_1|error_type=arithmetic": 6,
         "checkpoint=step_1|error_type=other": 2,
         "checkpoint=step_2|error_type=misread": 4,
     }
-    weights = {r.stratum: r.weight for r in rows}
+    weights = {r.judge_stratum: r.weight for r in rows}
     # N_h / n_h: 30/6 = 5, 10/2 = 5, 20/4 = 5 under proportional allocation
     assert set(weights.values()) == {5.0}
     # The weights add up to the population of ok-labelled traces (60).
@@ -113,6 +113,10 @@ def test_jsonl_task_is_blind_and_reads_back(tmp_path: Path) -> None:
     assert task[0]["error_type"] == "" and task[0]["annotator"] == ""
     side = [json.loads(line) for line in written[1].read_text().splitlines()]
     assert side[0]["trace_id"] == task[0]["trace_id"] and side[0]["error_type"]
+    # The task's stratum does not give the judge's type away; the sidecar keeps it whole.
+    assert all("error_type=" not in t["stratum"] for t in task)
+    assert all("judge_stratum" not in t for t in task)
+    assert side[0]["stratum"] == f"{task[0]['stratum']}|error_type={side[0]['error_type']}"
     # A person fills in three rows (one "no error") and leaves the rest.
     task[0].update(error_type="arithmetic", first_error_step=1, annotator="ann")
     task[1].update(error_type="no_error", annotator="ann")
@@ -226,3 +230,19 @@ def test_labelstudio_task_config_and_export(tmp_path: Path) -> None:
     with pytest.raises(InvalidRecordError) as info:
         read_human_labels(path, keys=KEYS)
     assert info.value.line == 1 and info.value.field == "error_type"
+
+
+def test_planned_take_per_stratum_leaves_held_traces_out() -> None:
+    traces, labels = _data()
+    held = {t.trace_id for t in traces[:5]}
+    rows = stratified_sample(
+        traces,
+        labels,
+        n=1,
+        stratify=["checkpoint"],
+        take={"checkpoint=step_1": 7, "checkpoint=step_2": 3},
+        exclude=held,
+    )
+    counts = Counter(r.stratum for r in rows)
+    assert counts == {"checkpoint=step_1": 7, "checkpoint=step_2": 3}
+    assert not held & {r.trace_id for r in rows}

@@ -264,12 +264,30 @@ def test_summary_gains_error_distributions(tmp_path: Path) -> None:
             "json",
             "--plot",
             str(png),
+            "--estimator",
+            "pooled",
         ],
     )
     assert result.exit_code == 0, result.output
     (record,) = json.loads(result.stdout)
     assert record["error_dist_corrected"]["arithmetic"] == pytest.approx(0.5, abs=0.02)
     assert set(record["error_dist_ci"]) >= {"arithmetic", "other"}
+    assert record["error_dist_estimator"] == "pooled" and record["n_human"] == 2
+    # ppi (the default) corrects from the checkpoint's own labels: 2 are too few, so no
+    # corrected share, and the table and stderr say why
+    result = runner.invoke(
+        app,
+        ["summary", str(traces), "--labels", str(run), "--human", str(human), "--format", "json"],
+    )
+    (record,) = json.loads(result.stdout)
+    assert record["error_dist_corrected"] is None and record["error_dist_estimator"] == "ppi"
+    assert "ppi needs 10" in result.stderr
+    result = runner.invoke(
+        app, ["summary", str(traces), "--labels", str(run), "--human", str(human)]
+    )
+    assert result.exit_code == 0 and "corrected by" in result.stdout
+    result = runner.invoke(app, ["summary", str(traces), "--labels", str(run), "--estimator", "x"])
+    assert result.exit_code == 2 and "--estimator" in result.stderr
     assert png.exists()
     result = runner.invoke(app, ["summary", str(traces), "--labels", str(run)])
     assert result.exit_code == 0 and "uncorrected" in result.stdout

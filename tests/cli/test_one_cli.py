@@ -191,6 +191,7 @@ def test_rules_judge_correction_is_not_identified(tmp_path: Path) -> None:
         [{"trace_id": t, "annotator": "a", "error_type": people[i % 4]} for i, t in enumerate(ok)],
     )
     args = ["summary", str(traces), "--labels", str(run), "--human", str(human)]
+    args += ["--estimator", "pooled"]  # identification is the pooled inversion's question
     result = runner.invoke(app, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)[0]

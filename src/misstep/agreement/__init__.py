@@ -24,12 +24,17 @@ from misstep.agreement._correction import (
 )
 from misstep.agreement._errordist import (
     ALL_DATASETS,
+    DEFAULT_ESTIMATOR,
+    ESTIMATORS,
+    MIN_PPI_HUMAN,
     ErrorDistribution,
+    Estimator,
     error_distributions,
     ok_types,
     plot_confusion,
 )
 from misstep.agreement._fleiss import fleiss_kappa_of
+from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
 from misstep.agreement._krippendorff import (
     alpha_from_coincidences,
     item_coincidences,
@@ -38,10 +43,20 @@ from misstep.agreement._krippendorff import (
 from misstep.agreement._labelled import (
     LabelledRun,
     add_error_distributions,
+    labelled_run_of,
     labelled_summary,
     load_labelled_run,
     run_taxonomy,
 )
+from misstep.agreement._plan import (
+    MIN_PILOT,
+    PLAN_VERSION,
+    LabelPlan,
+    PlanRow,
+    labels_needed,
+    plan_labels,
+)
+from misstep.agreement._ppi import PPIEstimate, ppi_shares, simultaneous_z
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
     STRATA_FIELDS,
@@ -56,7 +71,12 @@ from misstep.labels import NO_ERROR_CHOICE
 
 __all__ = [
     "ALL_DATASETS",
+    "DEFAULT_ESTIMATOR",
+    "ESTIMATORS",
+    "MIN_PILOT",
+    "MIN_PPI_HUMAN",
     "NO_ERROR_CHOICE",
+    "PLAN_VERSION",
     "STRATA_FIELDS",
     "AgreementReport",
     "CategoryRow",
@@ -64,9 +84,14 @@ __all__ = [
     "CorrectedDistribution",
     "Disagreement",
     "ErrorDistribution",
+    "Estimator",
+    "Homogeneity",
+    "LabelPlan",
     "LabelledRun",
     "OverallAgreement",
+    "PPIEstimate",
     "PairAgreement",
+    "PlanRow",
     "Rating",
     "SampleRow",
     "StepAgreement",
@@ -77,6 +102,7 @@ __all__ = [
     "alpha_from_coincidences",
     "cohen_kappa",
     "confusion_counts",
+    "confusion_homogeneity",
     "consensus",
     "correct_distribution",
     "error_distributions",
@@ -88,16 +114,21 @@ __all__ = [
     "judge_raters",
     "kappa_from_confusions",
     "krippendorff_alpha",
+    "labelled_run_of",
     "labelled_summary",
+    "labels_needed",
     "labelstudio_config",
     "load_labelled_run",
     "ok_types",
     "per_category_scores",
     "percentile_ci",
+    "plan_labels",
     "plot_confusion",
+    "ppi_shares",
     "resample_counts",
     "run_taxonomy",
     "simplex_lstsq",
+    "simultaneous_z",
     "step_scores",
     "stratified_sample",
     "write_task",

@@ -23,6 +23,7 @@ from misstep.agreement._bootstrap import percentile_ci, resample_counts
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._fleiss import fleiss_kappa_of
+from misstep.agreement._homogeneity import Homogeneity
 from misstep.agreement._krippendorff import (
     alpha_from_coincidences,
     item_coincidences,
@@ -233,6 +234,11 @@ class AgreementReport(BaseModel):
     """Seed of the bootstrap."""
     notes: list[str] = Field(default_factory=list)
     """What was left out and why."""
+    n_human: int | None = None
+    """Traces with a human consensus type behind the figures (set by ``misstep agree``)."""
+    confusion_homogeneity: dict[str, Homogeneity] = Field(default_factory=dict)
+    """Per judge: the test of one confusion at every checkpoint (the ``pooled`` estimator's
+    assumption) on the human-labelled traces (set by ``misstep agree``)."""
 
     def to_json(self) -> str:
         """The report as one JSON object."""

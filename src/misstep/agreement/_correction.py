@@ -156,6 +156,13 @@ class CorrectedDistribution(BaseModel):
     """Types whose corrected share the human-labelled items cannot identify: no person gave
     the type, or the judge's answers for it can be mixed from other types' (the judge never
     uses the categories that would tell them apart)."""
+    corrected_cov: list[list[float]] | None = None
+    """Bootstrap covariance of the corrected shares (types in ``categories`` order)."""
+    corrected_se: dict[str, float | None] = Field(default_factory=dict)
+    """Bootstrap standard error of ``corrected``."""
+    simultaneous_ci: dict[str, tuple[float, float] | None] = Field(default_factory=dict)
+    """Bonferroni intervals over the identified types (each at level 1 - (1 - level) / K):
+    they hold for every type at once."""
     method: str = "lstsq-simplex"
     """The estimator (see the module docstring)."""
 
@@ -294,4 +301,13 @@ def correct_distribution(
     }
     result.corrected_ci = {c: (cis[c] if good else None) for c, good in zip(cats, ok, strict=True)}
     result.not_identified = [c for c, good in zip(cats, ok, strict=True) if not good]
+    sd = p_boot.std(axis=0)
+    result.corrected_cov = np.cov(p_boot, rowvar=False).tolist()
+    result.corrected_se = {
+        c: (float(v) if good else None) for c, v, good in zip(cats, sd, ok, strict=True)
+    }
+    sim = _cis(p_boot, cats, 1.0 - (1.0 - level) / max(sum(ok), 1))
+    result.simultaneous_ci = {
+        c: (sim[c] if good else None) for c, good in zip(cats, ok, strict=True)
+    }
     return result

@@ -8,30 +8,47 @@ label has no distribution (None: "no labels", never 0%). A checkpoint that pools
 is a stratified sample (the labelled traces of each dataset a random sample of its wrong
 traces, as ``misstep label --per-checkpoint`` draws them): its shares are the stratified
 estimate, each dataset weighing by its number of wrong traces, with a bootstrap within each
-dataset (the same as the plain shares when every dataset is labelled at the same rate). With
-people's labels the distribution is corrected for the judge's confusion (``_correction``),
-pooled over every human-labelled trace the judge typed (the human consensus of
-``misstep.labels``); a type the confusion does not identify has no corrected share (None) and
-is listed in ``not_identified``.
+dataset (the same as the plain shares when every dataset is labelled at the same rate).
+
+With people's labels (the human consensus of ``misstep.labels``) the distribution is corrected
+by one of two estimators (``estimator``):
+
+- ``ppi`` (default): prediction-powered inference (PPI++, ``_ppi``) per group, from the
+  group's own human labels with their sampling weights; valid whatever the judge's confusion
+  does between checkpoints. A group with fewer than ``MIN_PPI_HUMAN`` human labels has no
+  corrected share (``note`` says so).
+- ``pooled``: one confusion matrix over every human-labelled trace, inverted at every group
+  (``_correction``). It assumes the judge errs the same way at every checkpoint; that
+  assumption is tested on the human labels (``_homogeneity``, ``homogeneity``). A type the
+  confusion does not identify has no corrected share (None), listed in ``not_identified``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
 from misstep.agreement._confusion import confusion_counts
-from misstep.agreement._correction import correct_distribution
+from misstep.agreement._correction import CorrectedDistribution, correct_distribution
+from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
+from misstep.agreement._ppi import ppi_shares, simultaneous_z
+from misstep.errors import OptionError
 from misstep.labels import HumanLabel, LabelRow, LabelStatus, StoredLabel, human_consensus
 
 __all__ = [
     "ALL_DATASETS",
+    "DEFAULT_ESTIMATOR",
+    "ESTIMATORS",
+    "MIN_PPI_HUMAN",
     "ErrorDistribution",
+    "Estimator",
     "error_distributions",
     "ok_types",
     "plot_confusion",
@@ -68,12 +85,35 @@ class ErrorDistribution(BaseModel):
     not_identified: list[str] = Field(default_factory=list)
     """Types without a corrected share: the confusion matrix does not identify them."""
     n_human: int = 0
-    """Human-labelled traces with a consensus type behind the (pooled) confusion matrix."""
+    """Human-labelled traces behind the corrected shares: this group's own (``ppi``), or
+    every one with a judge type (``pooled``: the confusion is pooled over all groups)."""
+    estimator: str = "judge"
+    """What made ``error_dist_corrected``: ``ppi``, ``pooled`` (see ``ESTIMATORS``), or
+    ``judge`` when there is no correction."""
+    error_dist_se: dict[str, float] | None = None
+    """Standard error of each corrected share."""
+    error_dist_sim_ci: dict[str, tuple[float, float] | None] | None = None
+    """Simultaneous 95% intervals over the types (on request): ``ppi`` the Gaussian max-|z|
+    band of its covariance, ``pooled`` Bonferroni over its bootstrap."""
+    error_dist_cov: list[list[float]] | None = Field(default=None, exclude=True)
+    """Covariance of the corrected shares, types in the run's order (``ppi``: analytic;
+    ``pooled``: bootstrap); the shift tests use it; not shown."""
+    homogeneity: Homogeneity | None = None
+    """``pooled``: the test of its assumption (one confusion at every checkpoint)."""
+    note: str | None = None
+    """Why a group has no corrected shares though people labelled traces."""
 
     @property
     def source(self) -> str:
         """``corrected`` when corrected shares exist, else ``judge``."""
         return "corrected" if self.error_dist_corrected is not None else "judge"
+
+    @property
+    def made_by(self) -> str:
+        """Which estimator made the shown shares and from how many human labels, in words."""
+        if self.error_dist_corrected is None:
+            return "judge (uncorrected)"
+        return f"{self.estimator} ({self.n_human})"
 
     @property
     def used(self) -> dict[str, float | None] | None:
@@ -92,6 +132,127 @@ def ok_types(labels: Mapping[str, StoredLabel | LabelRow]) -> dict[str, str]:
     }
 
 
+Estimator = Literal["ppi", "pooled"]
+"""How people's labels correct the judge's shares: ``ppi`` (per group, prediction-powered
+inference, ``_ppi``) or ``pooled`` (one confusion over every checkpoint, inverted;
+``_correction``)."""
+ESTIMATORS: tuple[str, ...] = ("ppi", "pooled")
+DEFAULT_ESTIMATOR: Estimator = "ppi"
+"""Chosen by ``benchmarks/bench_estimators.py`` (docs/validation.md): the pooled inversion's
+intervals cover far below 95% when the judge's confusion drifts between checkpoints."""
+MIN_PPI_HUMAN = 10
+"""Fewest human-labelled traces a group needs for a ``ppi`` share (its interval is a normal
+approximation); fewer: no corrected share, and a note says to label more or use ``pooled``."""
+
+
+@dataclass
+class _Inputs:
+    """What every group shares: the categories, judge types, people's consensus."""
+
+    cats: list[str]
+    judged: dict[str, str]
+    people: dict[str, tuple[str, float]]
+    pairs: list[tuple[str, str]]
+    weights: list[float]
+    has_human: bool
+
+
+def _inputs(
+    labels: Mapping[str, StoredLabel | LabelRow],
+    categories: Sequence[str],
+    human: Sequence[HumanLabel] | None,
+) -> _Inputs:
+    cats = list(categories)
+    agreed = human_consensus(human) if human else None
+    judged = ok_types(labels)
+    people = dict(agreed.items()) if agreed is not None else {}
+    extra = sorted(
+        {k for k in judged.values() if k not in cats} | {k for k, _ in people.values()} - set(cats)
+    )
+    cats += extra
+    shared = sorted(set(people) & set(judged))
+    return _Inputs(
+        cats=cats,
+        judged=judged,
+        people=people,
+        pairs=[(people[t][0], judged[t]) for t in shared],
+        weights=[people[t][1] for t in shared],
+        has_human=agreed is not None,
+    )
+
+
+def _ppi_group(
+    base: ErrorDistribution,
+    group: pd.DataFrame,
+    inputs: _Inputs,
+    *,
+    level: float,
+    simultaneous: bool,
+) -> None:
+    """The group's PPI++ shares from its own human labels, in place (``base.note`` says why
+    not when it has too few). Judged traces weigh by their stratum's wrong / judged (a label
+    budget), human-labelled ones by their sampling weight; problems are the clusters."""
+    ids = [t for t in group["trace_id"].tolist() if t in inputs.judged]
+    strata = dict(zip(group["trace_id"], group["stratum"], strict=True))
+    problems = dict(zip(group["trace_id"], group["cluster"], strict=True))
+    human_ids = [t for t in ids if t in inputs.people]
+    base.n_human = len(human_ids)
+    if len(human_ids) < MIN_PPI_HUMAN:
+        base.note = (
+            f"{len(human_ids)} human-labelled trace(s) here, ppi needs {MIN_PPI_HUMAN}: label "
+            "more (misstep plan) or use --estimator pooled"
+        )
+        return
+    cats = inputs.cats
+    index = {c: i for i, c in enumerate(cats)}
+    eye = np.eye(len(cats))
+    sizes = Counter(strata.values())
+    judged_n = Counter(strata[t] for t in ids)
+    f_all = eye[[index[inputs.judged[t]] for t in ids]]
+    w_all = np.array([sizes[strata[t]] / judged_n[strata[t]] for t in ids])
+    _, clusters = np.unique([problems[t] for t in ids], return_inverse=True)
+    row = {t: i for i, t in enumerate(ids)}
+    est = ppi_shares(
+        eye[[index[inputs.people[t][0]] for t in human_ids]],
+        eye[[index[inputs.judged[t]] for t in human_ids]],
+        f_all,
+        labelled_index=np.array([row[t] for t in human_ids], dtype=np.int64),
+        w_labelled=np.array([inputs.people[t][1] for t in human_ids]),
+        w_judged=w_all,
+        clusters=clusters.astype(np.int64),
+    )
+    ci = est.intervals(level)
+    base.error_dist_corrected = {
+        c: float(min(max(v, 0.0), 1.0)) for c, v in zip(cats, est.estimate, strict=True)
+    }
+    base.error_dist_ci = {c: (float(lo), float(hi)) for c, (lo, hi) in zip(cats, ci, strict=True)}
+    base.error_dist_se = {c: float(v) for c, v in zip(cats, est.se, strict=True)}
+    base.error_dist_cov = est.cov.tolist()
+    if simultaneous:
+        z = simultaneous_z(est.cov, level)
+        sim = est.intervals(level, z=z)
+        base.error_dist_sim_ci = {
+            c: (float(lo), float(hi)) for c, (lo, hi) in zip(cats, sim, strict=True)
+        }
+
+
+def _pooled_group(
+    base: ErrorDistribution,
+    result: CorrectedDistribution,
+    level: float,
+    simultaneous: bool,
+) -> None:
+    """The pooled inversion's shares, in place; Bonferroni simultaneous intervals from its
+    bootstrap when asked for."""
+    base.error_dist_corrected = result.corrected
+    base.error_dist_ci = result.corrected_ci
+    base.not_identified = result.not_identified
+    base.error_dist_se = {c: v for c, v in result.corrected_se.items() if v is not None}
+    base.error_dist_cov = result.corrected_cov
+    if simultaneous:
+        base.error_dist_sim_ci = result.simultaneous_ci
+
+
 def error_distributions(
     graded: pd.DataFrame,
     labels: Mapping[str, StoredLabel | LabelRow],
@@ -101,26 +262,30 @@ def error_distributions(
     n_boot: int = 1000,
     seed: int = 0,
     pool_datasets: bool = False,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
+    level: float = 0.95,
+    simultaneous: bool = False,
 ) -> list[ErrorDistribution]:
     """Per (checkpoint, dataset) of ``graded`` (``GRADED_COLUMNS``), in the table's order of
     first appearance: the judge's type shares among wrong traces with an ``ok`` label, and with
-    ``human`` the corrected shares. With ``pool_datasets`` the groups are checkpoints, with
-    dataset ``"all"``."""
-    cats = list(categories)
-    wrong = graded.loc[graded["outcome"] == "wrong", ["trace_id", "checkpoint", "dataset"]]
-    wrong = wrong.assign(stratum=wrong["dataset"].astype(str))
+    ``human`` the corrected shares by ``estimator`` (``ppi``: each group from its own human
+    labels; ``pooled``: one confusion over all, inverted). With ``pool_datasets`` the groups
+    are checkpoints, with dataset ``"all"``. ``simultaneous`` adds intervals that hold for
+    every type of a group at once (``error_dist_sim_ci``)."""
+    if estimator not in ESTIMATORS:
+        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
+    cols = ["trace_id", "checkpoint", "dataset", "problem_id"]
+    wrong = graded.loc[graded["outcome"] == "wrong", [c for c in cols if c in graded.columns]]
+    problem = wrong["problem_id"] if "problem_id" in wrong.columns else wrong["trace_id"]
+    wrong = wrong.assign(
+        stratum=wrong["dataset"].astype(str),
+        cluster=wrong["dataset"].astype(str) + "\x1f" + problem.astype(str),
+    )
     if pool_datasets:
         wrong = wrong.assign(dataset=ALL_DATASETS)
-    agreed = human_consensus(human) if human else None
-    judged = ok_types(labels)
-    people = dict(agreed.items()) if agreed is not None else {}
-    extra = sorted(
-        {k for k in judged.values() if k not in cats} | {k for k, _ in people.values()} - set(cats)
-    )
-    cats += extra
-    shared = sorted(set(people) & set(judged))
-    pairs = [(people[t][0], judged[t]) for t in shared]
-    weights = [people[t][1] for t in shared]
+    inputs = _inputs(labels, categories, human)
+    judged = inputs.judged
+    homogeneity = _homogeneity(graded, inputs) if inputs.pairs and estimator == "pooled" else None
     out: list[ErrorDistribution] = []
     for (checkpoint, dataset), group in wrong.groupby(["checkpoint", "dataset"], sort=False):
         ids = group["trace_id"].tolist()
@@ -134,10 +299,10 @@ def error_distributions(
             n_labelled=len(types),
             labelled_share=len(types) / len(ids) if ids else None,
             status_counts=dict(status),
-            n_human=len(pairs),
+            n_human=len(inputs.pairs),
         )
+        out.append(base)
         if not types:
-            out.append(base)
             continue
         # A pooled checkpoint is a stratified sample of its datasets (labelled at different
         # rates with --per-checkpoint, or after failures): each dataset weighs by its size.
@@ -145,23 +310,38 @@ def error_distributions(
         sizes = dict(Counter(of.values())) if pool_datasets else None
         result = correct_distribution(
             types,
-            pairs if agreed is not None else [],
-            cats,
-            weights=weights,
+            inputs.pairs if estimator == "pooled" else [],
+            inputs.cats,
+            weights=inputs.weights,
             group=f"{checkpoint}/{dataset}",
             n_boot=n_boot,
             seed=seed,
+            level=level,
             strata=strata,
             stratum_sizes=sizes,
         )
         base.error_dist = result.raw
         base.error_dist_raw_ci = result.raw_ci
-        if agreed is not None and pairs:
-            base.error_dist_corrected = result.corrected
-            base.error_dist_ci = result.corrected_ci
-            base.not_identified = result.not_identified
-        out.append(base)
+        if not (inputs.has_human and inputs.pairs):
+            continue
+        base.estimator = estimator
+        if estimator == "ppi":
+            _ppi_group(base, group, inputs, level=level, simultaneous=simultaneous)
+        else:
+            base.homogeneity = homogeneity
+            _pooled_group(base, result, level, simultaneous)
     return out
+
+
+def _homogeneity(graded: pd.DataFrame, inputs: _Inputs) -> Homogeneity:
+    """The pooled inversion's assumption tested on the human-labelled wrong traces."""
+    ck = dict(zip(graded["trace_id"].astype(str), graded["checkpoint"].astype(str), strict=True))
+    shared = [t for t in sorted(set(inputs.people) & set(inputs.judged)) if t in ck]
+    return confusion_homogeneity(
+        [ck[t] for t in shared],
+        [inputs.people[t][0] for t in shared],
+        [inputs.judged[t] for t in shared],
+    )
 
 
 def plot_confusion(

@@ -27,7 +27,12 @@ from typing import Any
 
 import pandas as pd
 
-from misstep.agreement._errordist import ErrorDistribution, error_distributions
+from misstep.agreement._errordist import (
+    DEFAULT_ESTIMATOR,
+    ErrorDistribution,
+    Estimator,
+    error_distributions,
+)
 from misstep.errors import AnalysisError, LabelStoreError, TaxonomyError
 from misstep.labels import (
     HumanLabel,
@@ -48,6 +53,7 @@ from misstep.taxonomy import Taxonomy, load_taxonomy
 __all__ = [
     "LabelledRun",
     "add_error_distributions",
+    "labelled_run_of",
     "labelled_summary",
     "load_labelled_run",
     "run_taxonomy",
@@ -83,6 +89,10 @@ class LabelledRun:
     """Bootstrap resamples of the distributions' intervals."""
     seed: int = 0
     """Seed of the distributions' bootstrap."""
+    estimator: Estimator = DEFAULT_ESTIMATOR
+    """How people's labels correct the shares: ``ppi`` (per checkpoint) or ``pooled``."""
+    simultaneous: bool = False
+    """Add intervals that hold for every type of a group at once."""
     _dists: dict[bool, list[ErrorDistribution]] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -126,6 +136,8 @@ class LabelledRun:
                 n_boot=self.n_boot,
                 seed=self.seed,
                 pool_datasets=pool_datasets,
+                estimator=self.estimator,
+                simultaneous=self.simultaneous,
             )
         return self._dists[pool_datasets]
 
@@ -237,6 +249,8 @@ def load_labelled_run(
     full: bool = False,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
+    simultaneous: bool = False,
 ) -> LabelledRun:
     """The label run at ``labels`` (a run directory or its labels.jsonl) joined to ``run``
     (None: the labels alone, without the input check or distributions).
@@ -249,7 +263,8 @@ def load_labelled_run(
     only status, type and inclusion probability (memory never grows with the judge's text).
     Raises ``LabelStoreError`` for a run of another input or a judge type outside the
     taxonomy, ``TaxonomyError`` for a taxonomy that moved or changed, ``InvalidRecordError``
-    (file, line, field, value, allowed keys) for a person's type outside it."""
+    (file, line, field, value, allowed keys) for a person's type outside it. ``estimator``
+    and ``simultaneous``: how ``distributions`` corrects the shares (``error_distributions``)."""
     tax = run_taxonomy(labels, taxonomy)
     stored: Mapping[str, StoredLabel | LabelRow] = (
         read_labels(labels, judge=judge) if full else read_label_rows(labels, judge=judge)
@@ -288,6 +303,66 @@ def load_labelled_run(
         outside=outside,
         n_boot=n_boot,
         seed=seed,
+        estimator=estimator,
+        simultaneous=simultaneous,
+    )
+
+
+def labelled_run_of(
+    graded: pd.DataFrame,
+    labels: Mapping[str, StoredLabel | LabelRow] | pd.DataFrame,
+    *,
+    human: Sequence[HumanLabel] = (),
+    taxonomy: Taxonomy | None = None,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = 0,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
+    simultaneous: bool = False,
+) -> LabelledRun:
+    """A ``LabelledRun`` from tables in memory (scripts, tests, benchmarks): ``graded`` with
+    the ``GRADED_COLUMNS``, ``labels`` per trace (or a DataFrame with ``trace_id``,
+    ``error_type`` and optionally ``status``, ``first_error_step``, ``evidence``), people's
+    labels, the taxonomy (built-in when None). No input or taxonomy-hash check: nothing was
+    read from disk."""
+    from misstep.rollouts import GradedRun
+
+    if isinstance(labels, pd.DataFrame):
+        status = labels["status"] if "status" in labels.columns else ["ok"] * len(labels)
+        extra = {c: labels[c] for c in ("first_error_step", "evidence") if c in labels.columns}
+        stored: dict[str, StoredLabel | LabelRow] = {}
+        for i, (t, st, e) in enumerate(
+            zip(labels["trace_id"], status, labels["error_type"], strict=True)
+        ):
+            more = {
+                c: (v.item() if hasattr(v, "item") else v)
+                for c, col in extra.items()
+                if pd.notna(v := col.iloc[i])
+            }
+            stored[str(t)] = StoredLabel(
+                trace_id=str(t),
+                judge="memory",
+                status=LabelStatus(str(st)),
+                error_type=None if pd.isna(e) else str(e),
+                **more,
+            )
+        labels = stored
+    tax = taxonomy if taxonomy is not None else load_taxonomy(None)
+    _check_types(labels, tax, Path("<memory>"))
+    return LabelledRun(
+        run=GradedRun(table=graded, input_path=Path("<memory>"), input_sha256="", from_cache=False),
+        labels_path=Path("<memory>"),
+        labels=labels,
+        taxonomy=tax,
+        human=list(human),
+        inclusion={
+            t: float(p)
+            for t, lab in labels.items()
+            if (p := getattr(lab, "inclusion_prob", None)) is not None
+        },
+        n_boot=n_boot,
+        seed=seed,
+        estimator=estimator,
+        simultaneous=simultaneous,
     )
 
 
@@ -311,12 +386,19 @@ def add_error_distributions(
         if corrected:
             record["error_dist_corrected"] = d.error_dist_corrected if d is not None else None
             record["error_dist_ci"] = d.error_dist_ci if d is not None else None
+            record["error_dist_estimator"] = d.estimator if d is not None else None
+            record["n_human"] = d.n_human if d is not None else 0
+            if d is not None and d.error_dist_sim_ci is not None:
+                record["error_dist_sim_ci"] = d.error_dist_sim_ci
+            if d is not None and d.homogeneity is not None:
+                record["confusion_homogeneity_p"] = d.homogeneity.p_value
         if flat:
             for name in (
                 "error_dist",
                 "error_dist_raw_ci",
                 "error_dist_corrected",
                 "error_dist_ci",
+                "error_dist_sim_ci",
             ):
                 for key, value in (record.pop(name, None) or {}).items():
                     record[f"{name}.{key}"] = value

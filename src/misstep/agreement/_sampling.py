@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 from xml.sax.saxutils import quoteattr
@@ -61,7 +61,10 @@ class SampleRow(BaseModel):
     final_answer: str
     """The trace's final answer (empty when none was found)."""
     stratum: str
-    """Its stratum, e.g. ``checkpoint=step_400|error_type=arithmetic``."""
+    """Its stratum as the task shows it, without the judge's type (a blind task must not
+    reveal it), e.g. ``checkpoint=step_400``; ``all`` when only the judge's type stratifies."""
+    judge_stratum: str = ""
+    """The whole stratum, e.g. ``checkpoint=step_400|error_type=arithmetic`` (sidecar only)."""
     allocation: str
     """How the sample was allocated to strata (``proportional`` or ``equal``)."""
     weight: float
@@ -75,7 +78,7 @@ class SampleRow(BaseModel):
     """The judge's first error step (sidecar only)."""
 
 
-_SIDE_FIELDS = ("judge", "judge_error_type", "judge_first_error_step")
+_SIDE_FIELDS = ("judge", "judge_error_type", "judge_first_error_step", "judge_stratum")
 _EMPTY_FIELDS = ("error_type", "first_error_step", "annotator")
 
 
@@ -118,13 +121,19 @@ def stratified_sample(
     allocation: Allocation = "proportional",
     seed: int = 0,
     inclusion: Mapping[str, float] | None = None,
+    take: Mapping[str, int] | None = None,
+    exclude: Collection[str] = (),
 ) -> list[SampleRow]:
     """A stratified random sample (without replacement) of the traces whose current label is
     ``ok``. The same inputs and seed give the same sample, whatever the input order.
 
     ``inclusion`` (trace_id -> the label budget's inclusion probability, ``LabelledRun
     .inclusion``): the judged traces were themselves a sample, so a row's weight is its inverse
-    inclusion probability in both draws, ``N_h / n_h / inclusion_prob``."""
+    inclusion probability in both draws, ``N_h / n_h / inclusion_prob``.
+
+    ``take`` (stratum name -> traces to draw, e.g. ``{"checkpoint=step_400": 120}`` from a
+    ``misstep plan``) replaces ``n`` and the allocation; ``exclude``: traces people already
+    labelled, never drawn again (the draw is then a random sample of the rest)."""
     if n < 1:
         raise OptionError(option="--n", value=n, allowed="a positive number of traces")
     for field in stratify:
@@ -137,7 +146,7 @@ def stratified_sample(
     pool: dict[str, list[tuple[Trace, StoredLabel]]] = {}
     for trace in traces:
         label = labels.get(trace.trace_id)
-        if label is None or label.status != LabelStatus.OK:
+        if label is None or label.status != LabelStatus.OK or trace.trace_id in exclude:
             continue
         values = {
             "checkpoint": trace.checkpoint,
@@ -149,10 +158,14 @@ def stratified_sample(
     names = sorted(pool)
     for name in names:
         pool[name].sort(key=lambda pair: pair[0].trace_id)
-    take = allocate([len(pool[s]) for s in names], n, allocation)
+    counts = (
+        [min(int(take.get(s, 0)), len(pool[s])) for s in names]
+        if take is not None
+        else allocate([len(pool[s]) for s in names], n, allocation)
+    )
     rng = np.random.default_rng(seed)
     rows: list[SampleRow] = []
-    for name, k in zip(names, take, strict=True):
+    for name, k in zip(names, counts, strict=True):
         members = pool[name]
         if k == 0:
             continue
@@ -171,7 +184,8 @@ def stratified_sample(
                     problem=trace.problem or "",
                     steps=_numbered(split_steps(trace)),
                     final_answer=answer or "",
-                    stratum=name,
+                    stratum=_visible(name),
+                    judge_stratum=name,
                     allocation=allocation,
                     weight=len(members) / k / (inclusion or {}).get(trace.trace_id, 1.0),
                     judge=label.judge,
@@ -180,6 +194,12 @@ def stratified_sample(
                 )
             )
     return rows
+
+
+def _visible(stratum: str) -> str:
+    """The stratum without the judge's type: what a blind task may show."""
+    parts = [p for p in stratum.split("|") if not p.startswith("error_type=")]
+    return "|".join(parts) or "all"
 
 
 def _task_row(row: SampleRow) -> dict[str, Any]:
@@ -247,6 +267,7 @@ def write_task(
                 "judge": row.judge,
                 "error_type": row.judge_error_type,
                 "first_error_step": row.judge_first_error_step,
+                "stratum": row.judge_stratum,
             }
             fh.write(orjson.dumps(side) + b"\n")
     written.append(sidecar)

@@ -23,11 +23,16 @@ def load_labelled(
     allow_other_input: bool,
     seed: int,
     full: bool = False,
+    estimator: str = "ppi",
+    simultaneous: bool = False,
 ) -> LabelledRun:
     """Load the run's labels, taxonomy and people's labels; say what was left out and which
     people's label files were read."""
-    from misstep.agreement import load_labelled_run
+    from misstep.agreement import ESTIMATORS, load_labelled_run
+    from misstep.errors import OptionError
 
+    if estimator not in ESTIMATORS:
+        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
     labelled = load_labelled_run(
         labels,
         run,
@@ -37,6 +42,8 @@ def load_labelled(
         allow_other_input=allow_other_input,
         full=full,
         seed=seed,
+        estimator=estimator,  # type: ignore[arg-type]  # checked against ESTIMATORS above
+        simultaneous=simultaneous,
     )
     if labelled.outside:
         err_console.print(

@@ -1,5 +1,6 @@
-"""CLI command group: ``misstep agree`` (judge vs people), ``misstep sample`` (what people
-should label) and ``misstep import-labels`` (their answers into the human-labels JSONL)."""
+"""CLI command group: ``misstep agree`` (judge vs people), ``misstep plan`` (how many traces
+people should label), ``misstep sample`` (which ones) and ``misstep import-labels`` (their
+answers into the human-labels JSONL)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console, writing
 from misstep.cli._options import (
+    HumanOpt,
     InputFormatOpt,
     JudgeIdOpt,
     LabelSubsetOpt,
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from misstep.agreement import AgreementReport, LabelledRun
+    from misstep.labels import HumanLabel
     from misstep.taxonomy import Taxonomy
 
 _MAX_SHOWN_DISAGREEMENTS = 20
@@ -55,6 +58,13 @@ class TaskFormat(StrEnum):
     jsonl = "jsonl"
     csv = "csv"
     labelstudio = "labelstudio"
+
+
+class PlanFormat(StrEnum):
+    """Output of ``plan``."""
+
+    table = "table"
+    json = "json"
 
 
 class AllocationChoice(StrEnum):
@@ -235,8 +245,11 @@ def agree(
     for path in [*(human or []), *(p for r in runs for p in r.human_files)]:
         files.setdefault(path.resolve(), path)
     raters: dict[str, dict[str, Any]] = {}
+    people: list[HumanLabel] = []
     for path in files.values():
-        for name, ratings in human_raters(read_human_labels(path, keys=tax.keys)).items():
+        rows = read_human_labels(path, keys=tax.keys)
+        people += rows
+        for name, ratings in human_raters(rows).items():
             raters.setdefault(name, {}).update(ratings)
     judges: list[str] = []
     groups: dict[str, str] = {}
@@ -291,10 +304,58 @@ def agree(
             "no trace is labelled by two raters: nothing to compare",
             hint="check that the files' trace_id values match",
         )
+    _add_homogeneity(report, runs, judges, people, groups if by == By.checkpoint else {})
     if output == ReportFormat.json:
         typer.echo(report.to_json())
     else:
         _print_report(out_console, report)
+        _print_homogeneity(report)
+
+
+def _add_homogeneity(
+    report: AgreementReport,
+    runs: list[LabelledRun],
+    judges: list[str],
+    people: list[HumanLabel],
+    checkpoints: dict[str, str],
+) -> None:
+    """How many human labels the figures rest on, and per judge run the test of one
+    confusion at every checkpoint (what ``--estimator pooled`` assumes)."""
+    from misstep.agreement import confusion_homogeneity, ok_types
+    from misstep.labels import human_consensus
+
+    agreed = human_consensus(people) if people else None
+    report.n_human = len(agreed.types) if agreed is not None else 0
+    if agreed is None:
+        return
+    for name, labelled in zip(judges, runs, strict=False):
+        stored = labelled.records
+        judged = ok_types(stored)
+        ck = {t: lab.checkpoint for t, lab in stored.items() if lab.checkpoint is not None}
+        ck.update(checkpoints)
+        shared = sorted(t for t in agreed.types if t in judged and t in ck)
+        if shared:
+            report.confusion_homogeneity[name] = confusion_homogeneity(
+                [ck[t] for t in shared],
+                [agreed.types[t] for t in shared],
+                [judged[t] for t in shared],
+            )
+
+
+def _print_homogeneity(report: AgreementReport) -> None:
+    """The human-label count and the homogeneity tests, on stderr (notes, not data)."""
+    if report.n_human is not None:
+        err_console.print(
+            f"human labels: {report.n_human} trace(s) with a consensus type", markup=False
+        )
+    for name, test in report.confusion_homogeneity.items():
+        stat = "-" if test.statistic is None else f"G = {test.statistic:.1f}, df {test.dof}"
+        err_console.print(
+            f"{name}: one confusion at every checkpoint? {test.n} human labels over "
+            f"{test.n_checkpoints} checkpoint(s) ({stat}): {test.meaning}",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 @handles_errors
@@ -331,6 +392,25 @@ def sample(
     no_cache: NoCacheOpt = False,
     labels_from_other_input: LabelSubsetOpt = False,
     judge_id: JudgeIdOpt = None,
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            metavar="PLAN.json",
+            help="Draw what a `misstep plan --format json` asks for: per checkpoint, its "
+            "human_labels_needed minus those held, at random among the traces people have not "
+            "labelled (replaces --n, --stratify and --allocation).",
+        ),
+    ] = None,
+    halfwidth: Annotated[
+        float | None,
+        typer.Option(
+            "--halfwidth",
+            metavar="H",
+            help="Plan for this half-width (share) and draw it, as --plan does.",
+        ),
+    ] = None,
+    human: HumanOpt = None,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
     from misstep.agreement import STRATA_FIELDS
@@ -366,13 +446,16 @@ def sample(
         labels,
         run,
         judge_id=judge_id,
-        human=None,
+        human=human,
         taxonomy=taxonomy,
         allow_other_input=labels_from_other_input,
         seed=seed,
         full=True,
     )
     stored = labelled.records
+    take, exclude = _planned(labelled, plan_file, halfwidth)
+    if take is not None:
+        fields = ["checkpoint"]
     rows = stratified_sample(
         read_traces(traces, input_format=input_format.value if input_format else None),
         stored,
@@ -381,6 +464,8 @@ def sample(
         allocation=allocation.value,
         seed=seed,
         inclusion=labelled.inclusion,
+        take=take,
+        exclude=exclude,
     )
     if not rows:
         raise AnalysisError(
@@ -399,6 +484,128 @@ def sample(
     )
     for path in written[:-1]:
         err_console.print(f"wrote {path}", soft_wrap=True, markup=False)
+
+
+def _planned(
+    labelled: LabelledRun, plan_file: Path | None, halfwidth: float | None
+) -> tuple[dict[str, int] | None, set[str]]:
+    """``sample``'s draw per checkpoint stratum from ``--plan`` or ``--halfwidth`` (None:
+    neither given) and the traces people already labelled."""
+    if plan_file is None and halfwidth is None:
+        return None, set()
+    if plan_file is not None and halfwidth is not None:
+        raise OptionError(
+            option="--plan/--halfwidth", value="both", allowed="one of them", hint="drop one"
+        )
+    from pydantic import ValidationError
+
+    from misstep.agreement import LabelPlan, plan_labels
+    from misstep.errors import InputFormatError
+
+    if plan_file is not None:
+        check_input(plan_file, "--plan")
+        try:
+            plan = LabelPlan.model_validate_json(plan_file.read_bytes())
+        except ValidationError as exc:
+            raise InputFormatError(
+                path=plan_file,
+                reason=f"not a misstep plan: {exc.errors()[0]['msg']}",
+                hint="write one with `misstep plan ... --format json > PLAN.json`",
+            ) from None
+    else:
+        plan = plan_labels(labelled, float(halfwidth or 0.0))
+    take = {
+        f"checkpoint={row.checkpoint}": max(0, row.human_labels_needed - row.human_labels_held)
+        for row in plan.checkpoints
+    }
+    return take, {h.trace_id for h in labelled.human}
+
+
+@handles_errors
+def plan(
+    traces: TracesArg,
+    labels: Annotated[
+        Path,
+        typer.Option("--labels", metavar="RUN_DIR", help="Label run directory (or labels.jsonl)."),
+    ],
+    halfwidth: Annotated[
+        float,
+        typer.Option(
+            "--halfwidth",
+            metavar="H",
+            help="Wanted half-width of every type's 95% interval at every checkpoint (share, "
+            "e.g. 0.05).",
+        ),
+    ],
+    human: HumanOpt = None,
+    output: Annotated[PlanFormat, typer.Option("--format", help="table or json.")] = (
+        PlanFormat.table
+    ),
+    taxonomy: RunTaxonomyOpt = None,
+    input_format: InputFormatOpt = None,
+    regrade: RegradeOpt = False,
+    skip_invalid: SkipInvalidOpt = False,
+    no_cache: NoCacheOpt = False,
+    labels_from_other_input: LabelSubsetOpt = False,
+    judge_id: JudgeIdOpt = None,
+    seed: SeedOpt = 0,
+) -> None:
+    """How many traces people must label per checkpoint for a given interval half-width."""
+    check_input(labels, "--labels")
+    for path in human or []:
+        check_input(path, "--human")
+    from misstep.agreement import plan_labels
+    from misstep.cli._labelled import load_labelled
+    from misstep.cli._load import load_run
+
+    run = load_run(
+        traces,
+        input_format=input_format,
+        regrade=regrade,
+        skip_invalid=skip_invalid,
+        no_cache=no_cache,
+    )
+    labelled = load_labelled(
+        labels,
+        run,
+        judge_id=judge_id,
+        human=human,
+        taxonomy=taxonomy,
+        allow_other_input=labels_from_other_input,
+        seed=seed,
+    )
+    result = plan_labels(labelled, halfwidth)
+    if output is PlanFormat.json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    from rich.table import Table
+
+    table = Table(
+        title=f"human labels for a 95% half-width of {halfwidth:.3f} on every type's share "
+        "(ppi, per checkpoint)",
+        title_justify="left",
+    )
+    for col in ("checkpoint", "judged wrong (count)", "needed (count)", "held (count)"):
+        table.add_column(col, justify="left" if col == "checkpoint" else "right")
+    table.add_column("expected half-width (share)", justify="right")
+    table.add_column("pilot")
+    for row in result.checkpoints:
+        table.add_row(
+            data(row.checkpoint),
+            str(row.n_judged),
+            str(row.human_labels_needed),
+            str(row.human_labels_held),
+            f"{row.expected_halfwidth:.3f}",
+            row.pilot,
+        )
+    out_console.print(table)
+    err_console.print(f"note: {result.note}", soft_wrap=True, markup=False)
+    err_console.print(
+        "draw them with `misstep sample TRACES --labels RUN_DIR --halfwidth H --out TASK` "
+        "(or --plan PLAN.json)",
+        soft_wrap=True,
+        markup=False,
+    )
 
 
 @handles_errors
@@ -461,5 +668,6 @@ def _one_taxonomy(runs: list[LabelledRun], taxonomy: Path | None) -> Taxonomy:
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the app."""
     app.command("agree")(agree)
+    app.command("plan")(plan)
     app.command("sample")(sample)
     app.command("import-labels")(import_labels)

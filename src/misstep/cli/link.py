@@ -12,6 +12,7 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_run
 from misstep.cli._options import (
+    EstimatorOpt,
     GroupBy,
     HumanOpt,
     InputFormatOpt,
@@ -23,12 +24,14 @@ from misstep.cli._options import (
     RegradeOpt,
     RunTaxonomyOpt,
     SeedOpt,
+    SimultaneousOpt,
     SkipInvalidOpt,
     TracesArg,
     check_input,
     check_output_file,
     parse_ks,
 )
+from misstep.errors import OptionError
 
 if TYPE_CHECKING:
     from misstep.link import LinkResult
@@ -65,7 +68,13 @@ def _analyse(
     by: GroupBy | None = None,
     judge_id: str | None = None,
     taxonomy: Path | None = None,
+    estimator: str = "ppi",
+    simultaneous: bool = False,
 ) -> RunAnalysis:
+    from misstep.agreement import ESTIMATORS
+
+    if estimator not in ESTIMATORS:
+        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
     ks = parse_ks(k) or [1, 4, 16]
     check_input(labels, "--labels")
     for path in human or []:
@@ -110,6 +119,8 @@ def _analyse(
             taxonomy=taxonomy,
             by=by.value if by is not None else None,
             on_stage=on_stage,
+            estimator=estimator,  # type: ignore[arg-type]  # checked against ESTIMATORS above
+            simultaneous=simultaneous,
         )
 
 
@@ -132,11 +143,12 @@ def _print_text(r: LinkResult) -> None:
         out.print(f.sentence, markup=False)
     for n in r.notes:
         out.print(f"  note: {n}", markup=False)
-    source = {c.error_dist_source for c in r.checkpoints}
+    source = {c.error_dist_source for c in r.checkpoints if c.error_dist is not None}
     which = "corrected for the judge's confusion" if source == {"corrected"} else "the judge's"
     t = Table(title=f"per checkpoint (error types: share of labelled wrong traces, {which})")
     keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
-    columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)", *r.types]
+    columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)"]
+    columns += ["shares by (human labels)", *r.types]
     for col in columns:
         t.add_column(col, justify="left" if col == "checkpoint" else "right")
     for c in r.checkpoints:
@@ -150,6 +162,11 @@ def _print_text(r: LinkResult) -> None:
             ],
             str(c.majority_failures),
             "-" if c.labelled_share is None else f"{c.labelled_share:.2f} ({c.n_labelled})",
+            (
+                f"{c.error_dist_estimator} ({c.n_human})"
+                if c.error_dist_source == "corrected"
+                else "judge (uncorrected)"
+            ),
             *[
                 "no labels"
                 if dist is None
@@ -239,6 +256,8 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
+        estimator: EstimatorOpt = "ppi",
+        simultaneous: SimultaneousOpt = False,
         by: Annotated[
             GroupBy | None,
             typer.Option(
@@ -264,6 +283,8 @@ def register(app: typer.Typer) -> None:
             taxonomy=taxonomy,
             seed=seed,
             by=by,
+            estimator=estimator,
+            simultaneous=simultaneous,
         )
         result = analysis.result
         if fmt is LinkFormat.json:
@@ -294,6 +315,8 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
+        estimator: EstimatorOpt = "ppi",
+        simultaneous: SimultaneousOpt = False,
         by: Annotated[
             GroupBy | None,
             typer.Option(
@@ -320,6 +343,8 @@ def register(app: typer.Typer) -> None:
             taxonomy=taxonomy,
             seed=seed,
             by=by,
+            estimator=estimator,
+            simultaneous=simultaneous,
         )
         from misstep.pipelines import write_run_report
 

@@ -19,6 +19,7 @@ from misstep.cli._load import load_run
 from misstep.cli._options import (
     DEFAULT_KS,
     ByOpt,
+    EstimatorOpt,
     GroupBy,
     HumanOpt,
     InputFormatOpt,
@@ -29,6 +30,7 @@ from misstep.cli._options import (
     RegradeOpt,
     RunTaxonomyOpt,
     SeedOpt,
+    SimultaneousOpt,
     SkipInvalidOpt,
     TracesArg,
     check_input,
@@ -199,6 +201,8 @@ def summary(
             help="PNG of the judge-vs-people confusion matrix (with --human).",
         ),
     ] = None,
+    estimator: EstimatorOpt = "ppi",
+    simultaneous: SimultaneousOpt = False,
 ) -> None:
     """Per-checkpoint pass@k, maj@k, sc_gain@k, answer statistics and outcome counts."""
     wanted = parse_ks(k)
@@ -241,6 +245,8 @@ def summary(
             taxonomy=taxonomy,
             allow_other_input=labels_from_other_input,
             seed=seed,
+            estimator=estimator,
+            simultaneous=simultaneous,
         )
         dists = labelled.distributions(
             pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0
@@ -294,6 +300,8 @@ def _error_table(
     table.add_column("dataset")
     table.add_column("wrong (count)", justify="right")
     table.add_column("labelled (share)", justify="right")
+    if corrected:
+        table.add_column("corrected by (human labels)")
     cats = list(categories)
     for key in cats:
         table.add_column(key, justify="right")
@@ -309,13 +317,17 @@ def _error_table(
                 value = d.error_dist_corrected.get(key)
                 ci = d.error_dist_ci.get(key)
                 cell += " → n/i" if value is None else f" → {value:.2f}{_ci(ci)}"
+                sim = (d.error_dist_sim_ci or {}).get(key)
+                cell += "" if sim is None else f" sim{_ci(sim)}"
             cells.append(cell)
         share = "-" if d.labelled_share is None else f"{d.labelled_share:.2f}"
+        by = [d.made_by if d.error_dist_corrected is not None else f"none ({d.n_human})"]
         table.add_row(
             data(d.checkpoint),
             data(d.dataset),
             str(d.n_wrong),
             f"{share} ({d.n_labelled})",
+            *(by if corrected else []),
             *cells,
         )
     not_ok = Counter[str]()
@@ -329,14 +341,7 @@ def _error_table(
             markup=False,
         )
     if corrected:
-        err_console.print(
-            "corrected shares: least squares on the simplex through the judge's confusion "
-            "matrix, pooled over all human-labelled traces (human consensus: the majority type; "
-            "ties have none and are left out); 95% bootstrap intervals include the confusion "
-            "matrix's uncertainty",
-            soft_wrap=True,
-            markup=False,
-        )
+        _estimator_notes(dists)
         missing = sorted({c for d in dists for c in d.not_identified})
         if missing:
             err_console.print(
@@ -348,6 +353,41 @@ def _error_table(
                 markup=False,
             )
     return table
+
+
+def _estimator_notes(dists: list[ErrorDistribution]) -> None:
+    """Say on stderr how the corrected shares were made, and what the pooled inversion's
+    assumption test found."""
+    used = {d.estimator for d in dists if d.error_dist_corrected is not None}
+    if "ppi" in used or any(d.note for d in dists):
+        err_console.print(
+            "corrected shares (ppi): prediction-powered inference per checkpoint, from that "
+            "checkpoint's own human labels (human consensus; ties left out) weighted by their "
+            "sampling weights; 95% normal intervals with problems as clusters; valid when the "
+            "judge's confusion changes between checkpoints",
+            soft_wrap=True,
+            markup=False,
+        )
+    if "pooled" in used:
+        err_console.print(
+            "corrected shares (pooled): least squares on the simplex through one confusion "
+            "matrix pooled over all human-labelled traces; it ASSUMES the judge errs the same "
+            "way at every checkpoint; 95% bootstrap intervals include the matrix's uncertainty",
+            soft_wrap=True,
+            markup=False,
+        )
+        test = next((d.homogeneity for d in dists if d.homogeneity is not None), None)
+        if test is not None:
+            stat = "-" if test.statistic is None else f"G = {test.statistic:.1f}, df {test.dof}"
+            err_console.print(
+                f"test of that assumption on {test.n} human labels over {test.n_checkpoints} "
+                f"checkpoint(s) ({stat}): {test.meaning}",
+                soft_wrap=True,
+                markup=False,
+            )
+    for d in dists:
+        if d.note:
+            err_console.print(f"{d.checkpoint}/{d.dataset}: {d.note}", soft_wrap=True, markup=False)
 
 
 def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -92,30 +92,16 @@ def _cause_text(cs: CauseShift) -> str:
     )
 
 
-def build_findings(
-    *,
+def _type_shift_findings(
     shifts: list[Shift],
-    shares: list[CheckpointShares],
     sc: dict[str, float],
     k: int,
-    sc_change: Mapping[str, Change | None] | None = None,
-    cause_shifts: list[CauseShift] | None = None,
+    sc_change: Mapping[str, Change | None],
     failures: pd.DataFrame,
-    correlations: list[Correlation],
-    transitions: list[Transition],
-) -> list[Finding]:
-    """Rank findings. ``sc`` maps checkpoint to sc_gain@k and ``sc_change`` to its paired change
-    from the previous checkpoint (with its interval); ``failures`` holds one row per
-    majority-vote failure with ``checkpoint``, ``kind`` and ``winner_type``.
-
-    A type shift is narrated against the sc_gain change; when that change's interval covers 0
-    the sentence says it is within noise, and the finding is never marked significant: its
-    premise (sc_gain moved) is not established."""
-    sc_change = sc_change or {}
-    strong: list[tuple[tuple[float, ...], Finding]] = []
-    weak: list[tuple[tuple[float, ...], Finding]] = []
-    tail: list[Finding] = []
-    share_at = {cs.checkpoint: cs for cs in shares}
+    strong: list[tuple[tuple[float, ...], Finding]],
+    weak: list[tuple[tuple[float, ...], Finding]],
+) -> None:
+    """Type shifts narrated against the sc_gain change, appended to ``strong`` / ``weak``."""
     n_fail = failures.groupby("checkpoint").size() if not failures.empty else pd.Series(dtype=int)
     for s in shifts:
         if s.before not in sc or s.after not in sc:
@@ -165,7 +151,18 @@ def build_findings(
                 sentence=text + ".",
             )
             (strong if f.significant else weak).append(((0, -abs(c.cohen_h)), f))
-    for cs in cause_shifts or []:
+
+
+def _cause_findings(
+    cause_shifts: list[CauseShift],
+    sc: dict[str, float],
+    k: int,
+    sc_change: Mapping[str, Change | None],
+    strong: list[tuple[tuple[float, ...], Finding]],
+    weak: list[tuple[tuple[float, ...], Finding]],
+) -> None:
+    """Shifts of the causes beyond error types, appended to ``strong`` / ``weak``."""
+    for cs in cause_shifts:
         if cs.p_value is None or cs.ci is None or cs.delta == 0:
             continue
         significant = cs.p_value < ALPHA and cs.verdict != "within noise"
@@ -189,6 +186,18 @@ def build_findings(
             sentence=f"At {cs.after} {_cause_text(cs)} ({_p(cs.p_value)}){context}.",
         )
         (strong if significant else weak).append(((0, -abs(cs.effect or 0.0)), f))
+
+
+def _correlation_findings(
+    correlations: list[Correlation],
+    shares: list[CheckpointShares],
+    sc: dict[str, float],
+    k: int,
+    strong: list[tuple[tuple[float, ...], Finding]],
+    weak: list[tuple[tuple[float, ...], Finding]],
+) -> None:
+    """Correlations across checkpoints, appended to ``strong`` / ``weak``."""
+    share_at = {cs.checkpoint: cs for cs in shares}
     worst = min(sc, key=lambda ck: sc[ck]) if sc else None
     for cor in correlations:
         if cor.rho is None or cor.p_value is None or worst is None:
@@ -226,6 +235,11 @@ def build_findings(
             sentence=text,
         )
         (strong if f.significant else weak).append(((1, cor.p_value, -abs(cor.rho)), f))
+
+
+def _transition_findings(transitions: list[Transition]) -> list[Finding]:
+    """The three most frequent dominant-type moves (never significant: no test)."""
+    tail: list[Finding] = []
     for t in transitions[:3]:
         tail.append(
             Finding(
@@ -242,6 +256,35 @@ def build_findings(
                 ),
             )
         )
+    return tail
+
+
+def build_findings(
+    *,
+    shifts: list[Shift],
+    shares: list[CheckpointShares],
+    sc: dict[str, float],
+    k: int,
+    sc_change: Mapping[str, Change | None] | None = None,
+    cause_shifts: list[CauseShift] | None = None,
+    failures: pd.DataFrame,
+    correlations: list[Correlation],
+    transitions: list[Transition],
+) -> list[Finding]:
+    """Rank findings. ``sc`` maps checkpoint to sc_gain@k and ``sc_change`` to its paired change
+    from the previous checkpoint (with its interval); ``failures`` holds one row per
+    majority-vote failure with ``checkpoint``, ``kind`` and ``winner_type``.
+
+    A type shift is narrated against the sc_gain change; when that change's interval covers 0
+    the sentence says it is within noise, and the finding is never marked significant: its
+    premise (sc_gain moved) is not established."""
+    sc_change = sc_change or {}
+    strong: list[tuple[tuple[float, ...], Finding]] = []
+    weak: list[tuple[tuple[float, ...], Finding]] = []
+    _type_shift_findings(shifts, sc, k, sc_change, failures, strong, weak)
+    _cause_findings(cause_shifts or [], sc, k, sc_change, strong, weak)
+    _correlation_findings(correlations, shares, sc, k, strong, weak)
+    tail = _transition_findings(transitions)
     strong.sort(key=lambda kv: kv[0])
     # Not significant: the closest to significance first, whatever its kind.
     weak.sort(key=lambda kv: (kv[1].p_value if kv[1].p_value is not None else 1.0, kv[0]))

@@ -14,6 +14,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from misstep.agreement import ErrorDistribution, error_distributions
+from misstep.agreement import ErrorDistribution, Homogeneity, LabelledRun
 from misstep.errors import AnalysisError, InputFormatError, InvalidRecordError
 from misstep.labels import HumanLabel, LabelRow, StoredLabel, human_consensus
 from misstep.link._anatomy import (
@@ -57,6 +58,7 @@ from misstep.link._shifts import (
     bh_adjust,
     checkpoint_shares,
     distribution_shifts,
+    estimator_shifts,
     stratum_weights,
 )
 from misstep.metrics._order import order_checkpoints
@@ -98,6 +100,13 @@ class CheckpointSummary(BaseModel):
     (see ``error_dist_source``); None when no wrong trace of the checkpoint is labelled."""
     error_dist_source: str
     """``corrected`` or ``judge``."""
+    error_dist_estimator: str = "judge"
+    """What made the corrected shares (``ppi`` or ``pooled``), or ``judge``."""
+    n_human: int = 0
+    """Human labels behind the corrected shares (``ppi``: this checkpoint's own; ``pooled``:
+    all of the run's)."""
+    error_dist_sim_ci: dict[str, tuple[float, float] | None] | None = None
+    """Simultaneous intervals over the types (``--simultaneous``)."""
     error_dist_judge: dict[str, float] | None = None
     """Share of labelled wrong traces per type, as the judge gives it."""
     error_dist_ci: dict[str, tuple[float, float] | None]
@@ -161,6 +170,9 @@ class LinkResult(BaseModel):
     """Judge vs human: n, agreement, Cohen's kappa and the confusion matrix (with ``human``)."""
     findings: list[Finding]
     """Ranked, best first."""
+    confusion_homogeneity: Homogeneity | None = None
+    """With ``--estimator pooled``: the test of its assumption (one judge confusion at every
+    checkpoint) on the human labels."""
     notes: list[str]
     """Plain statements about too few data and uncorrected distributions."""
 
@@ -257,19 +269,15 @@ def read_train_metrics(path: str | Path) -> pd.DataFrame:
     return out
 
 
-def _labels_frame(labels: Mapping[str, StoredLabel] | pd.DataFrame) -> pd.DataFrame:
+def _labels_frame(labels: Mapping[str, StoredLabel | LabelRow]) -> pd.DataFrame:
     """trace_id, error_type, first_error_step, evidence of the ``ok`` labels with a type."""
-    if isinstance(labels, pd.DataFrame):
-        df = labels
-        if "status" in df.columns:
-            df = df[df["status"].astype(str) == "ok"]
-        df = df[df["error_type"].notna()]
-        for col in ("first_error_step", "evidence"):
-            if col not in df.columns:
-                df = df.assign(**{col: None})
-        return df[["trace_id", "error_type", "first_error_step", "evidence"]]
     rows = [
-        (tid, lab.error_type, lab.first_error_step, lab.evidence)
+        (
+            tid,
+            lab.error_type,
+            getattr(lab, "first_error_step", None),
+            getattr(lab, "evidence", None),
+        )
         for tid, lab in labels.items()
         if lab.status == "ok" and lab.error_type
     ]
@@ -313,44 +321,18 @@ def _agreement(
     }
 
 
-def link_analysis(
-    graded: pd.DataFrame,
-    labels: Mapping[str, StoredLabel] | pd.DataFrame,
-    *,
-    human: Sequence[HumanLabel] | None = None,
-    train_metrics: pd.DataFrame | str | Path | None = None,
-    ks: Sequence[int] = (1, 4, 16),
-    seed: int = 0,
-    n_boot: int = 1000,
-    on_stage: Callable[[str], None] | None = None,
-    categories: Sequence[str] | None = None,
-    distributions: Sequence[ErrorDistribution] | None = None,
-) -> LinkResult:
-    """Link error-type shifts to majority-vote failures across checkpoints.
+def _distributions(labelled: LabelledRun, dataset: str | None) -> list[ErrorDistribution]:
+    """The run's per-checkpoint distributions: datasets pooled, or one dataset's."""
+    if dataset is None:
+        return labelled.distributions(pool_datasets=True)
+    return [d for d in labelled.distributions(pool_datasets=False) if d.dataset == dataset]
 
-    ``graded`` has the ``GRADED_COLUMNS``; ``labels`` maps trace id to its current stored label
-    (or is a DataFrame with ``trace_id``, ``error_type`` and optionally ``status``,
-    ``first_error_step``, ``evidence``). ``ks`` are capped at the smallest number of samples of
-    a problem; the headline ``sc_gain@k`` uses the largest. Every random step is seeded by
-    ``seed``. Raises ``AnalysisError`` when the table is empty.
 
-    ``categories`` (the run's taxonomy keys) are the types every table shows, in order;
-    ``distributions`` are the per-checkpoint error distributions
-    (``LabelledRun.distributions(pool_datasets=True)``); without them they are computed here
-    by the same ``misstep.agreement.error_distributions``.
-    """
-    if graded.empty:
-        raise AnalysisError("the graded table is empty: nothing to analyse")
-    checkpoints = list(order_checkpoints(graded))
-    notes: list[str] = []
-    n_min = int(graded.groupby(PROBLEM_KEY, sort=False).size().min())
-    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
-    k = ks_used[-1]
-    metrics, sc_changes, metric_cis = vote_table(graded, ks_used, seed)
-    metric_rows = metrics.to_dict("index")
-    sc = {ck: float(metric_rows[ck][f"sc_gain@{k}"]) for ck in checkpoints if ck in metric_rows}
-
-    lab = _labels_frame(labels)
+def _typed_wrong(
+    graded: pd.DataFrame, lab: pd.DataFrame, types: list[str]
+) -> tuple[pd.DataFrame, list[str]]:
+    """The wrong traces with an ok label (with design weights under a label budget), and the
+    types among ``types`` that occur in them."""
     wrong = graded.loc[
         graded["outcome"].astype(str) == "wrong", [*PROBLEM_KEY, "trace_id", "answer_class"]
     ]
@@ -360,61 +342,70 @@ def link_analysis(
         if not np.allclose(weights.to_numpy(), 1.0):
             wl = wl.assign(weight=weights.to_numpy())
     seen_types = set(wl["error_type"].astype(str).unique().tolist())
-    if categories is None:
-        types = sorted(seen_types)
-    else:
-        types = list(categories)
-        unknown = sorted(seen_types - set(types))
-        if unknown:
-            raise AnalysisError(
-                f"labels with error types outside the taxonomy: {', '.join(unknown)}",
-                hint="analyse the run with the taxonomy it was labelled with",
-            )
+    unknown = sorted(seen_types - set(types))
+    if unknown:
+        raise AnalysisError(
+            f"labels with error types outside the taxonomy: {', '.join(unknown)}",
+            hint="analyse the run with the taxonomy it was labelled with",
+        )
     # The tests and correlations run over the types that occur (a type never given has no
     # share to test); every table shows all of ``types``.
-    seen = [t for t in types if t in seen_types]
+    return wl, [t for t in types if t in seen_types]
+
+
+def _type_shifts(
+    wl: pd.DataFrame,
+    checkpoints: list[str],
+    seen: list[str],
+    dists: Mapping[str, ErrorDistribution],
+    *,
+    has_human: bool,
+    seed: int,
+    n_boot: int,
+    notes: list[str],
+) -> tuple[list[CheckpointShares], list[Shift]]:
+    """Per-checkpoint shares and their shifts, both from one estimator: the corrected one
+    (``ppi`` or ``pooled``, its covariance) when people's labels correct the shares, else the
+    judge's labels (problems as clusters)."""
     if wl.empty:
         notes.append("no wrong trace has an ok label: the error-type analysis is empty")
-
-    _stage(on_stage, "error-type distributions and their shifts")
     shares, draws = checkpoint_shares(wl, checkpoints, seen, seed=seed, n_boot=n_boot)
-    shifts = distribution_shifts(shares, draws, seen)
-    if distributions is None:
-        distributions = error_distributions(
-            graded,
-            labels if not isinstance(labels, pd.DataFrame) else _label_rows(labels),
-            types if categories is not None else sorted(seen_types | _human_types(human)),
-            human=human,
-            n_boot=n_boot,
-            seed=seed,
-            pool_datasets=True,
-        )
-    dists = {d.checkpoint: d for d in distributions}
     corrected = any(d.error_dist_corrected is not None for d in dists.values())
-    if human is not None and not corrected:
+    if has_human and not corrected:
         notes.append(
-            "human labels share no trace with the judge's labels: distributions are uncorrected"
+            "human labels give no corrected distribution (none shares a trace with the "
+            "judge's labels, or too few per checkpoint for the estimator): distributions are "
+            "uncorrected"
         )
-    if corrected:
-        _corrected_notes(dists, notes)
-    else:
-        notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
-    _use_distributions(shares, shifts, dists, corrected=corrected)
+    if not corrected:
+        if not has_human:
+            notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
+        _use_distributions(shares, dists)
+        return shares, distribution_shifts(shares, draws, seen)
+    _corrected_notes(dists, notes)
+    _use_distributions(shares, dists)
+    ordered = [dists.get(ck) for ck in checkpoints]
+    return shares, estimator_shifts(ordered, checkpoints, seen)
 
-    _stage(on_stage, "majority-vote failures")
-    votes = problem_votes(graded)
-    mix = failure_mix(votes, wl)
-    winners = winner_types(mix)
-    failed = votes[votes["majority_failure"]].merge(winners, on=PROBLEM_KEY, how="left")
 
-    # Correlations across checkpoints, one BH family.
+def _correlations(
+    graded: pd.DataFrame,
+    checkpoints: list[str],
+    shares: list[CheckpointShares],
+    seen: list[str],
+    sc: Mapping[str, float],
+    k: int,
+    train_metrics: pd.DataFrame | str | Path | None,
+    seed: int,
+    notes: list[str],
+) -> tuple[list[Correlation], dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
+    """Spearman correlations across checkpoints (one BH family), the causes per checkpoint
+    and the training metrics joined on ``step``."""
     values = cause_values(graded)
     causes_by_ck: dict[str, dict[str, float]] = {
         str(ck): {str(c): float(v) for c, v in row.items() if np.isfinite(v)}
         for ck, row in values.groupby("checkpoint", sort=False)[list(CAUSES)].mean().iterrows()
     }
-    c_shifts = cause_shifts(values, checkpoints, seed=seed)
-    _stage(on_stage, "correlations across checkpoints")
     rng = np.random.default_rng(seed)
     sc_vec = np.array([sc.get(ck, np.nan) for ck in checkpoints])
     cors: list[Correlation] = []
@@ -474,15 +465,179 @@ def link_analysis(
         notes.append(
             f"only {len(checkpoints)} checkpoint(s): correlations across checkpoints need 5"
         )
+    return cors, causes_by_ck, tm_by_ck
+
+
+@dataclass
+class _Parts:
+    """What the per-checkpoint table is built from."""
+
+    graded: pd.DataFrame
+    shares: list[CheckpointShares]
+    dists: Mapping[str, ErrorDistribution]
+    metrics: pd.DataFrame
+    metric_cis: Mapping[str, Mapping[str, Any]]
+    votes: pd.DataFrame
+    failed: pd.DataFrame
+    mix: pd.DataFrame
+    types: list[str]
+    tm_by_ck: Mapping[str, dict[str, float | None]]
+    causes_by_ck: Mapping[str, dict[str, float]]
+
+
+def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
+    """One checkpoint's row of the table."""
+    graded, ck = parts.graded, cs.checkpoint
+    mine = graded[graded["checkpoint"] == ck]
+    outcome = mine["outcome"].astype(str)
+    failed = parts.failed[parts.failed["checkpoint"] == ck]
+    fk = failed["kind"].value_counts()
+    m = parts.mix[parts.mix["checkpoint"] == ck] if not parts.mix.empty else parts.mix
+    step = mine["step"].min() if len(mine) else None
+    d = parts.dists.get(ck)
+    wrong_count = int((outcome == "wrong").sum())
+    problems_count = int((parts.votes["checkpoint"] == ck).sum())
+    has = d is not None and d.error_dist is not None
+    corrected = d is not None and d.error_dist_corrected is not None
+    ci: dict[str, tuple[float, float] | None] = {}
+    if d is not None and has:
+        ci = dict((d.error_dist_ci if corrected else d.error_dist_raw_ci) or {})
+    metrics = parts.metrics
+    return CheckpointSummary(
+        checkpoint=ck,
+        step=int(step) if step is not None and pd.notna(step) else None,
+        n_problems=problems_count,
+        n_samples=len(mine),
+        n_wrong=wrong_count,
+        n_labelled=cs.n_labelled,
+        labelled_share=cs.n_labelled / wrong_count if wrong_count else None,
+        metrics={
+            c: finite(metrics.loc[ck, c]) if ck in metrics.index else None for c in metrics.columns
+        },
+        metrics_ci={
+            c: (tuple(v) if v is not None else None)
+            for c, v in parts.metric_cis.get(ck, {}).items()
+        },
+        error_dist=d.used if d is not None and has else None,
+        error_dist_source="corrected" if corrected else "judge",
+        error_dist_estimator=d.estimator if d is not None else "judge",
+        n_human=d.n_human if d is not None and corrected else 0,
+        error_dist_judge=dict(d.error_dist) if d is not None and d.error_dist else None,
+        error_dist_ci=ci,
+        error_dist_sim_ci=d.error_dist_sim_ci if d is not None else None,
+        error_dist_corrected=(
+            dict(d.error_dist_corrected)
+            if d is not None and d.error_dist_corrected is not None
+            else None
+        ),
+        not_identified=list(d.not_identified) if d is not None else [],
+        majority_failures=int(fk.sum()),
+        majority_failure_rate=int(fk.sum()) / problems_count if problems_count else None,
+        failure_kinds={kd: int(fk.get(kd, 0)) for kd in FAILURE_KINDS},
+        winner_mix=_mix(m[m["in_winner"]], parts.types) if len(m) else {},
+        other_mix=_mix(m[~m["in_winner"]], parts.types) if len(m) else {},
+        train_metrics=dict(parts.tm_by_ck.get(ck, {})),
+        causes=dict(parts.causes_by_ck.get(ck, {})),
+        n_no_answer=int((outcome == "no_answer").sum()),
+        n_truncated=int((outcome == "truncated").sum()),
+    )
+
+
+def _failure_records(failed: pd.DataFrame, mix: pd.DataFrame) -> list[dict[str, Any]]:
+    """One JSON-ready record per majority-vote failure."""
+    win_ids = (
+        mix[mix["in_winner"]].groupby(PROBLEM_KEY, sort=False)["trace_id"].agg(list)
+        if not mix.empty
+        else pd.Series(dtype=object)
+    )
+    out = []
+    for row in failed.to_dict("records"):
+        key = (row["checkpoint"], row["dataset"], row["problem_id"])
+        out.append(
+            {
+                "checkpoint": row["checkpoint"],
+                "dataset": row["dataset"],
+                "problem_id": row["problem_id"],
+                "kind": row["kind"],
+                "n": int(row["n"]),
+                "correct_votes": int(row["correct_votes"]),
+                "top_wrong_answer": None
+                if pd.isna(row["top_wrong_answer"])
+                else str(row["top_wrong_answer"]),
+                "top_wrong_count": int(row["top_wrong_count"]),
+                "n_unanswered": int(row["n_unanswered"]),
+                "winner_type": None if pd.isna(row["winner_type"]) else str(row["winner_type"]),
+                "winner_trace_ids": list(win_ids.get(key, [])),
+            }
+        )
+    return out
+
+
+def link_analysis(
+    graded: pd.DataFrame,
+    labelled: LabelledRun,
+    *,
+    train_metrics: pd.DataFrame | str | Path | None = None,
+    ks: Sequence[int] = (1, 4, 16),
+    seed: int = 0,
+    on_stage: Callable[[str], None] | None = None,
+    dataset: str | None = None,
+) -> LinkResult:
+    """Link error-type shifts to majority-vote failures across checkpoints.
+
+    ``graded`` has the ``GRADED_COLUMNS`` (the run's table, or one dataset's rows of it with
+    ``dataset`` naming it); ``labelled`` is the label run (``load_labelled_run``, or
+    ``labelled_run_of`` for tables in memory): its labels, people's labels, taxonomy and its
+    error distributions, whose estimator (``labelled.estimator``) makes both the shares shown
+    and the shift tests. ``ks`` are capped at the smallest number of samples of a problem;
+    the headline ``sc_gain@k`` uses the largest. Every random step is seeded by ``seed``.
+    Raises ``AnalysisError`` when the table is empty."""
+    if graded.empty:
+        raise AnalysisError("the graded table is empty: nothing to analyse")
+    checkpoints = list(order_checkpoints(graded))
+    notes: list[str] = []
+    n_min = int(graded.groupby(PROBLEM_KEY, sort=False).size().min())
+    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
+    k = ks_used[-1]
+    metrics, sc_changes, metric_cis = vote_table(graded, ks_used, seed)
+    metric_rows = metrics.to_dict("index")
+    sc = {ck: float(metric_rows[ck][f"sc_gain@{k}"]) for ck in checkpoints if ck in metric_rows}
+    types = labelled.categories
+    human = labelled.human or None
+    lab = _labels_frame(labelled.labels)
+    wl, seen = _typed_wrong(graded, lab, types)
+    distributions = _distributions(labelled, dataset)
+    dists = {d.checkpoint: d for d in distributions}
+
+    _stage(on_stage, "error-type distributions and their shifts")
+    shares, shifts = _type_shifts(
+        wl,
+        checkpoints,
+        seen,
+        dists,
+        has_human=human is not None,
+        seed=seed,
+        n_boot=labelled.n_boot,
+        notes=notes,
+    )
+
+    _stage(on_stage, "majority-vote failures")
+    votes = problem_votes(graded)
+    mix = failure_mix(votes, wl)
+    failed = votes[votes["majority_failure"]].merge(winner_types(mix), on=PROBLEM_KEY, how="left")
+    c_shifts = cause_shifts(cause_values(graded), checkpoints, seed=seed)
+
+    _stage(on_stage, "correlations across checkpoints")
+    cors, causes_by_ck, tm_by_ck = _correlations(
+        graded, checkpoints, shares, seen, sc, k, train_metrics, seed, notes
+    )
 
     _stage(on_stage, "per-problem regression")
     regression = problem_regression(votes, wl, seen, seed=seed)
     if regression.coefficients == [] and regression.note:
         notes.append(regression.note)
     transitions, _ = dominant_transitions(wl, checkpoints)
-    for s in shifts:
-        if s.note:
-            notes.append(f"{s.before} -> {s.after}: {s.note}")
+    notes += [f"{s.before} -> {s.after}: {s.note}" for s in shifts if s.note]
 
     _stage(on_stage, "findings")
     findings = build_findings(
@@ -500,101 +655,26 @@ def link_analysis(
         notes.append("no finding reaches significance (adjusted p < 0.05)")
 
     _stage(on_stage, "per-checkpoint tables")
-    summaries = []
-    counts = graded.groupby("checkpoint", sort=False)
-    n_samples = counts.size()
-    n_wrong = graded[graded["outcome"].astype(str) == "wrong"].groupby("checkpoint").size()
-    n_prob = votes.groupby("checkpoint", sort=False).size()
-    steps_all = counts["step"].min()
-    outcome = graded["outcome"].astype(str)
-    n_unanswered = graded[outcome == "no_answer"].groupby("checkpoint").size()
-    n_cut = graded[outcome == "truncated"].groupby("checkpoint").size()
-    fail_by = failed.groupby("checkpoint", sort=False)
-    mix_by = dict(tuple(mix.groupby("checkpoint", sort=False))) if not mix.empty else {}
-    for cs in shares:
-        ck = cs.checkpoint
-        fk = fail_by.get_group(ck)["kind"].value_counts() if ck in fail_by.groups else pd.Series()
-        m = mix_by.get(ck, mix.iloc[:0])
-        step = steps_all.get(ck)
-        d = dists.get(ck)
-        wrong_count = int(n_wrong.get(ck, 0))
-        problems_count = int(n_prob.get(ck, 0))
-        has = d is not None and d.error_dist is not None
-        ci: dict[str, tuple[float, float] | None] = {}
-        if d is not None and has:
-            ci = dict((d.error_dist_ci if corrected else d.error_dist_raw_ci) or {})
-        summaries.append(
-            CheckpointSummary(
-                checkpoint=ck,
-                step=int(step) if step is not None and pd.notna(step) else None,
-                n_problems=int(n_prob.get(ck, 0)),
-                n_samples=int(n_samples.get(ck, 0)),
-                n_wrong=wrong_count,
-                n_labelled=cs.n_labelled,
-                labelled_share=cs.n_labelled / wrong_count if wrong_count else None,
-                metrics={
-                    c: finite(metrics.loc[ck, c]) if ck in metrics.index else None
-                    for c in metrics.columns
-                },
-                metrics_ci={
-                    c: (tuple(v) if v is not None else None)
-                    for c, v in metric_cis.get(ck, {}).items()
-                },
-                error_dist=d.used if d is not None and has else None,
-                error_dist_source="corrected" if corrected else "judge",
-                error_dist_judge=dict(d.error_dist) if d is not None and d.error_dist else None,
-                error_dist_ci=ci,
-                error_dist_corrected=(
-                    dict(d.error_dist_corrected)
-                    if d is not None and d.error_dist_corrected is not None
-                    else None
-                ),
-                not_identified=list(d.not_identified) if d is not None else [],
-                majority_failures=int(fk.sum()),
-                majority_failure_rate=int(fk.sum()) / problems_count if problems_count else None,
-                failure_kinds={kd: int(fk.get(kd, 0)) for kd in FAILURE_KINDS},
-                winner_mix=_mix(m[m["in_winner"]], types) if len(m) else {},
-                other_mix=_mix(m[~m["in_winner"]], types) if len(m) else {},
-                train_metrics=tm_by_ck.get(ck, {}),
-                causes=causes_by_ck.get(ck, {}),
-                n_no_answer=int(n_unanswered.get(ck, 0)),
-                n_truncated=int(n_cut.get(ck, 0)),
-            )
-        )
-
-    win_ids = (
-        mix[mix["in_winner"]].groupby(PROBLEM_KEY, sort=False)["trace_id"].agg(list)
-        if not mix.empty
-        else pd.Series(dtype=object)
+    parts = _Parts(
+        graded,
+        shares,
+        dists,
+        metrics,
+        metric_cis,
+        votes,
+        failed,
+        mix,
+        types,
+        tm_by_ck,
+        causes_by_ck,
     )
-    failure_records = []
-    for row in failed.to_dict("records"):
-        key = (row["checkpoint"], row["dataset"], row["problem_id"])
-        failure_records.append(
-            {
-                "checkpoint": row["checkpoint"],
-                "dataset": row["dataset"],
-                "problem_id": row["problem_id"],
-                "kind": row["kind"],
-                "n": int(row["n"]),
-                "correct_votes": int(row["correct_votes"]),
-                "top_wrong_answer": None
-                if pd.isna(row["top_wrong_answer"])
-                else str(row["top_wrong_answer"]),
-                "top_wrong_count": int(row["top_wrong_count"]),
-                "n_unanswered": int(row["n_unanswered"]),
-                "winner_type": None if pd.isna(row["winner_type"]) else str(row["winner_type"]),
-                "winner_trace_ids": list(win_ids.get(key, [])),
-            }
-        )
-
     return LinkResult(
         k=k,
         ks=ks_used,
         types=types,
-        checkpoints=summaries,
+        checkpoints=[_summary(parts, cs) for cs in shares],
         shifts=shifts,
-        failures=failure_records,
+        failures=_failure_records(failed, mix),
         correlations=cors,
         regression=regression,
         transitions=transitions,
@@ -604,6 +684,9 @@ def link_analysis(
         agreement=_agreement(human, lab, types) if human is not None else None,
         findings=findings,
         notes=notes,
+        confusion_homogeneity=next(
+            (d.homogeneity for d in distributions if d.homogeneity is not None), None
+        ),
     )
 
 
@@ -616,31 +699,33 @@ def _stage(on_stage: Callable[[str], None] | None, name: str) -> None:
         on_stage(name)
 
 
-def _label_rows(labels: pd.DataFrame) -> dict[str, StoredLabel | LabelRow]:
-    """A labels DataFrame as ``LabelRow`` per trace (an ``ok`` status when it has none)."""
-    status = (
-        labels["status"].astype(str).tolist()
-        if "status" in labels.columns
-        else ["ok"] * len(labels)
-    )
-    return {
-        str(t): LabelRow(s, None if pd.isna(e) else str(e))
-        for t, s, e in zip(labels["trace_id"], status, labels["error_type"], strict=True)
-    }
-
-
-def _human_types(human: Sequence[HumanLabel] | None) -> set[str]:
-    return {h.error_type for h in human or [] if h.error_type is not None}
-
-
 def _corrected_notes(dists: Mapping[str, ErrorDistribution], notes: list[str]) -> None:
+    used = sorted({d.estimator for d in dists.values() if d.error_dist_corrected is not None})
+    n_human = {d.checkpoint: d.n_human for d in dists.values() if d.error_dist_corrected}
+    if "ppi" in used:
+        notes.append(
+            "with human labels, shares, changes, shift tests and findings use the corrected "
+            "distributions (ppi: prediction-powered inference per checkpoint from its own human "
+            "labels: "
+            + ", ".join(f"{ck} {n}" for ck, n in n_human.items())
+            + "); the shift tests compare the corrected shares with their standard errors"
+        )
+    if "pooled" in used:
+        notes.append(
+            "with human labels, shares, changes, shift tests and findings use the corrected "
+            "distributions (pooled: the judge's confusion measured on all "
+            f"{max(n_human.values(), default=0)} human-labelled traces, inverted by least "
+            "squares on the simplex; it assumes the judge errs the same way at every "
+            "checkpoint); the shift tests compare the corrected shares with their bootstrap "
+            "covariance"
+        )
+        test = next((d.homogeneity for d in dists.values() if d.homogeneity is not None), None)
+        if test is not None:
+            notes.append(f"test of one confusion at every checkpoint: {test.meaning}")
+    for d in dists.values():
+        if d.note:
+            notes.append(f"{d.checkpoint}: {d.note}")
     missing = sorted({c for d in dists.values() for c in d.not_identified})
-    notes.append(
-        "with human labels, shares, changes and findings use the corrected distributions (the "
-        "judge's confusion measured on the human-labelled traces, inverted by least squares on "
-        "the simplex); the shift tests' p-values test the judge's label counts, which under a "
-        "fixed judge confusion is a test of no change in the true distribution"
-    )
     if missing:
         notes.append(
             "not identified, so no corrected share is shown: "
@@ -651,48 +736,18 @@ def _corrected_notes(dists: Mapping[str, ErrorDistribution], notes: list[str]) -
 
 
 def _use_distributions(
-    shares: list[CheckpointShares],
-    shifts: list[Shift],
-    dists: Mapping[str, ErrorDistribution],
-    *,
-    corrected: bool,
+    shares: list[CheckpointShares], dists: Mapping[str, ErrorDistribution]
 ) -> None:
     """Take each checkpoint's shares and intervals from its error distribution (the one
-    computation ``summary`` shows too), in place: corrected ones where identified, so the
-    findings, tables and report narrate the same numbers."""
+    computation ``summary`` shows too), in place: corrected ones where there are, so the
+    findings, tables and report narrate the same numbers as the shift tests."""
     for cs in shares:
         d = dists.get(cs.checkpoint)
         if d is None or d.error_dist is None:
             continue
-        if corrected and d.error_dist_corrected is not None:
+        if d.error_dist_corrected is not None:
             cs.shares = {t: v for t, v in d.error_dist_corrected.items() if v is not None}
             cs.ci = {t: ci for t, ci in (d.error_dist_ci or {}).items() if ci is not None}
         else:
             cs.shares = {t: v for t, v in d.error_dist.items() if t in cs.shares}
             cs.ci = {t: ci for t, ci in (d.error_dist_raw_ci or {}).items() if ci is not None}
-    if not corrected:
-        return  # the judge's shares are the ones the shift tests measured
-    by_ck = {cs.checkpoint: cs.shares for cs in shares}
-    for shift in shifts:
-        before, after = by_ck.get(shift.before, {}), by_ck.get(shift.after, {})
-        kept = []
-        for change in shift.changes:
-            t = change.error_type
-            if t not in before or t not in after:
-                continue
-            a, b = before[t], after[t]
-            kept.append(
-                change.model_copy(
-                    update={
-                        "share_before": a,
-                        "share_after": b,
-                        "delta": b - a,
-                        "ci": None,
-                        "cohen_h": float(
-                            2 * np.arcsin(np.sqrt(min(max(b, 0.0), 1.0)))
-                            - 2 * np.arcsin(np.sqrt(min(max(a, 0.0), 1.0)))
-                        ),
-                    }
-                )
-            )
-        shift.changes = kept

@@ -17,6 +17,14 @@ many traces of one type), so every uncertainty here treats the *problem* as the 
   variances (checkpoints treated as independent samples of problems, which is conservative when a
   problem's mix persists between checkpoints), with a bootstrap interval.
 
+With people's labels the shares are the corrected ones (``misstep.agreement``'s estimator,
+``ppi`` or ``pooled``) and so are the tests (``estimator_shifts``): the per-type change is a
+two-sided z test of ``share_b - share_a`` with the two estimates' variances (their interval
+``delta +- 1.96 se``), the omnibus a Wald test of the whole vector with the sum of the two
+covariances (pseudo-inverse; dof its rank). The checkpoints' ``ppi`` estimates are independent
+(separate traces and human labels); the ``pooled`` ones share one confusion matrix, so adding
+their covariances overstates the variance of a difference (conservative).
+
 p-values are Benjamini-Hochberg adjusted (statsmodels ``multipletests``, ``fdr_bh``): omnibus
 tests across all pairs; per-type tests across all pairs x types. The Jensen-Shannon divergence is
 ``scipy.spatial.distance.jensenshannon(p, q, base=2) ** 2`` (the divergence, not the distance),
@@ -27,6 +35,8 @@ fewer than ``MIN_PROBLEMS`` problems with one is not tested (``p_value`` None, `
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,6 +44,9 @@ from pydantic import BaseModel
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 from statsmodels.stats.multitest import multipletests
+
+if TYPE_CHECKING:
+    from misstep.agreement import ErrorDistribution
 
 __all__ = [
     "MIN_LABELLED",
@@ -44,6 +57,7 @@ __all__ = [
     "bh_adjust",
     "checkpoint_shares",
     "distribution_shifts",
+    "estimator_shifts",
     "stratum_weights",
 ]
 
@@ -324,6 +338,110 @@ def distribution_shifts(
             )
         )
     # Adjust: omnibus across pairs, per-type across pairs x types.
+    for s, adj in zip(shifts, bh_adjust([s.p_raw for s in shifts]), strict=True):
+        s.p_value = adj
+    flat = [c for s in shifts for c in s.changes]
+    for c, adj in zip(flat, bh_adjust([c.p_raw for c in flat]), strict=True):
+        c.p_value = adj
+    return shifts
+
+
+def _vector(d: ErrorDistribution | None, types: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The corrected shares of ``types`` and their covariance, or None without them."""
+    if d is None or d.error_dist_corrected is None or d.error_dist_cov is None:
+        return None
+    order = list(d.error_dist_corrected)
+    idx = [order.index(t) for t in types]
+    cov = np.asarray(d.error_dist_cov, dtype=float)[np.ix_(idx, idx)]
+    return np.array([float(d.error_dist_corrected[t] or 0.0) for t in types]), cov
+
+
+def _estimator_pair(
+    before: str,
+    after: str,
+    a: tuple[np.ndarray, np.ndarray],
+    b: tuple[np.ndarray, np.ndarray],
+    types: list[str],
+) -> Shift:
+    """The Wald and per-type z tests of one pair from the estimates and covariances."""
+    delta = b[0] - a[0]
+    cov = a[1] + b[1]
+    se = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    changes = []
+    for j, t in enumerate(types):
+        p_raw = 1.0 if se[j] == 0 else float(2 * stats.norm.sf(abs(delta[j]) / se[j]))
+        ra, rb = (min(max(float(x), 0.0), 1.0) for x in (a[0][j], b[0][j]))
+        changes.append(
+            TypeChange(
+                error_type=t,
+                share_before=float(a[0][j]),
+                share_after=float(b[0][j]),
+                delta=float(delta[j]),
+                ci=(float(delta[j] - 1.96 * se[j]), float(delta[j] + 1.96 * se[j])),
+                cohen_h=float(2 * np.arcsin(np.sqrt(rb)) - 2 * np.arcsin(np.sqrt(ra))),
+                p_value=p_raw,
+                p_raw=p_raw,
+            )
+        )
+    vals = np.linalg.eigvalsh(cov) if cov.size else np.zeros(0)
+    rank = int((vals > max(vals.max(initial=0.0), 0.0) * 1e-9).sum())
+    stat = float(delta @ np.linalg.pinv(cov, hermitian=True, rcond=1e-9) @ delta) if rank else 0.0
+    pa = np.clip(a[0], 0.0, None)
+    pb = np.clip(b[0], 0.0, None)
+    jsd = (
+        float(jensenshannon(pa / pa.sum(), pb / pb.sum(), base=2) ** 2)
+        if pa.sum() > 0 and pb.sum() > 0
+        else None
+    )
+    p = float(stats.chi2.sf(stat, rank)) if rank else None
+    return Shift(
+        before=before,
+        after=after,
+        chi2=stat if rank else None,
+        dof=rank or None,
+        design_effect=None,
+        p_value=p,
+        p_raw=p,
+        jsd=jsd,
+        changes=changes,
+    )
+
+
+def estimator_shifts(
+    dists: Sequence[ErrorDistribution | None], checkpoints: list[str], types: list[str]
+) -> list[Shift]:
+    """Shifts between consecutive checkpoints from their corrected error distributions
+    (``dists`` in checkpoint order): the tests of the module docstring, BH-adjusted."""
+    shifts: list[Shift] = []
+    for (ck_a, da), (ck_b, db) in itertools.pairwise(zip(checkpoints, dists, strict=True)):
+        both = [
+            t
+            for t in types
+            if all(
+                d is not None and (d.error_dist_corrected or {}).get(t) is not None
+                for d in (da, db)
+            )
+        ]
+        a, b = _vector(da, both), _vector(db, both)
+        if a is None or b is None:
+            few = [ck for ck, v in ((ck_a, a), (ck_b, b)) if v is None]
+            shifts.append(
+                Shift(
+                    before=ck_a,
+                    after=ck_b,
+                    chi2=None,
+                    dof=None,
+                    design_effect=None,
+                    p_value=None,
+                    p_raw=None,
+                    jsd=None,
+                    changes=[],
+                    note=f"no corrected shares at {', '.join(few)} (too few human labels or "
+                    "an unidentified type): not tested",
+                )
+            )
+            continue
+        shifts.append(_estimator_pair(ck_a, ck_b, a, b, both))
     for s, adj in zip(shifts, bh_adjust([s.p_raw for s in shifts]), strict=True):
         s.p_value = adj
     flat = [c for s in shifts for c in s.changes]

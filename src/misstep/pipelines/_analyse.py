@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from misstep.agreement import LabelledRun, load_labelled_run
+from misstep.agreement import DEFAULT_ESTIMATOR, Estimator, LabelledRun, load_labelled_run
 from misstep.labels import HumanLabel, StoredLabel
 from misstep.link import LinkResult, link_analysis
 from misstep.metrics import CheckpointMetrics, VotingRow, vote_metrics, voting_table
@@ -66,6 +66,8 @@ def analyse_run(
     cache: bool = True,
     on_stage: Callable[[str], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    estimator: Estimator = DEFAULT_ESTIMATOR,
+    simultaneous: bool = False,
 ) -> RunAnalysis:
     """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
     through the graded-table cache), the current labels of ``labels`` (a run directory or a
@@ -93,34 +95,25 @@ def analyse_run(
         allow_other_input=labels_from_other_input,
         full=True,
         seed=seed,
+        estimator=estimator,
+        simultaneous=simultaneous,
     )
     stored = labelled.records
     human_labels = labelled.human or None
     result = link_analysis(
-        graded,
-        stored,
-        human=human_labels,
-        train_metrics=train_metrics,
-        ks=ks,
-        seed=seed,
-        on_stage=on_stage,
-        categories=labelled.categories,
-        distributions=labelled.distributions(pool_datasets=True),
+        graded, labelled, train_metrics=train_metrics, ks=ks, seed=seed, on_stage=on_stage
     )
     per_dataset: dict[str, LinkResult] = {}
     if by == "dataset":
-        split = labelled.distributions(pool_datasets=False)
         for name, part in graded.groupby("dataset", sort=True):
             per_dataset[str(name)] = link_analysis(
                 part.reset_index(drop=True),
-                stored,
-                human=human_labels,
+                labelled,
                 train_metrics=train_metrics,
                 ks=ks,
                 seed=seed,
                 on_stage=None if on_stage is None else _named(on_stage, str(name)),
-                categories=labelled.categories,
-                distributions=[d for d in split if d.dataset == str(name)],
+                dataset=str(name),
             )
     return RunAnalysis(
         graded=graded,

@@ -141,7 +141,7 @@ def _fig_errors(result: LinkResult) -> str:
         )
         bottom = top
     ax.set_ylim(0, 1.05)
-    source = {c.error_dist_source for c in result.checkpoints}
+    source = {c.error_dist_source for c in result.checkpoints if c.error_dist is not None}
     ax.set_ylabel("share of labelled wrong traces")
     ax.set_title(
         "error-type distribution per checkpoint"

@@ -650,6 +650,10 @@ class ReviewData:
             human=human or None,
             seed=self.seed,
             pool_datasets=True,
+            # While people label, one confusion over all their labels corrects from the first
+            # label on; ppi (summary's default) needs 10 per checkpoint. Each distribution
+            # says which estimator made it (``estimator``).
+            estimator="pooled",
         )
         rank = {c: i for i, c in enumerate(self.checkpoints)}
         dists.sort(key=lambda d: rank.get(d.checkpoint, 0))
