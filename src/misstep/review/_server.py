@@ -47,6 +47,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -104,6 +105,16 @@ def _static_table() -> dict[str, tuple[bytes, str]]:
             elif (kind := _KINDS.get(Path(entry.name).suffix)) is not None:
                 table[f"/static/{prefix}{entry.name}"] = (entry.read_bytes(), kind)
     return table
+
+
+class _AnyText(PathConvertor):
+    """A path parameter of any characters, line breaks included (a trace id is untrusted
+    text; Starlette's ``path`` stops at a line break)."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("anytext", _AnyText())
 
 
 class _Error(Exception):
@@ -197,7 +208,12 @@ class ReviewServer:
 
     # --- addresses ----------------------------------------------------------------------
 
-    def origin(self, name: str | None = None) -> str:
+    @property
+    def origin(self) -> str:
+        """``http://host:port`` to open (127.0.0.1 for a wildcard bind)."""
+        return self.origin_for(None)
+
+    def origin_for(self, name: str | None) -> str:
         """``http://host:port`` of this server (a wildcard bind: 127.0.0.1, or ``name``)."""
         host = name or ("127.0.0.1" if self.host == "0.0.0.0" else self.host)
         if host in ("::", ""):
@@ -208,14 +224,14 @@ class ReviewServer:
     @property
     def url(self) -> str:
         """The address to open, token in the fragment (never sent to any server)."""
-        return f"{self.origin()}/#token={self.token}"
+        return f"{self.origin}/#token={self.token}"
 
     def urls(self) -> list[str]:
         """Every address that reaches this server: the url, and with a wildcard bind the
         machine's name for other machines."""
         out = [self.url]
         if self.wildcard:
-            out.append(f"{self.origin(socket.gethostname())}/#token={self.token}")
+            out.append(f"{self.origin_for(socket.gethostname())}/#token={self.token}")
         return out
 
     # --- running --------------------------------------------------------------------------
@@ -301,7 +317,7 @@ class ReviewServer:
             Route("/api/distributions", self._api(self._distributions)),
             Route("/api/queue", self._api(self._queue)),
             Route("/api/traces", self._api(self._traces)),
-            Route("/api/traces/{trace_id:path}", self._api(self._detail)),
+            Route("/api/traces/{trace_id:anytext}", self._api(self._detail)),
             Route("/api/disagreements", self._api(self._disagreements)),
             Route("/api/labels", self._api(self._add_label), methods=["POST"]),
             Route("/api/reveal", self._api(self._reveal), methods=["POST"]),
@@ -311,11 +327,11 @@ class ReviewServer:
             Route("/", page("index")),
             Route("/queue", page("index")),
             Route("/adjudicate", page("adjudicate")),
-            Route("/traces/{trace_id:path}", page("trace")),
+            Route("/traces/{trace_id:anytext}", page("trace")),
             Route("/favicon.ico", favicon),
-            Route("/static/{name:path}", static),
+            Route("/static/{name:anytext}", static),
             *api,
-            Route("/{rest:path}", self._not_found, methods=["GET", "HEAD", "POST", "PUT"]),
+            Route("/{rest:anytext}", self._not_found, methods=["GET", "HEAD", "POST", "PUT"]),
         ]
 
     async def _not_found(self, request: Request) -> Response:
