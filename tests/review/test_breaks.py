@@ -4,7 +4,6 @@ Content-Length and stalled uploads."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import threading
