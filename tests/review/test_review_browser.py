@@ -262,3 +262,54 @@ def test_two_servers_in_one_browser_keep_their_own_tokens(browser: Any, fx: Fixt
         browser.get(f"{a.origin}/")  # a's tab again, no token in the URL: still in
         _ready(browser)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 16
+
+
+def test_adjudication_end_to_end(browser: Any, fx: Fixture) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    data = review_data(fx, adjudicate=True, hide_names=True)
+    a = fx.wrong_ids[0]
+    for who, kind, step, note in (
+        ("ann1", "arithmetic", 1, HOSTILE[0]),
+        ("ann2", "misread", 0, None),
+    ):
+        data.add_label(
+            {"trace_id": a, "error_type": kind, "first_error_step": step, "note": note}, who
+        )
+    with serving(data) as server:
+        browser.get(server.url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "adjudicate-link").is_displayed()
+        browser.get(f"{server.origin}/adjudicate")
+        _ready(browser)
+        assert browser.find_element(By.ID, "progress").text.startswith("0 / 1 decided")
+        case = browser.find_element(By.CSS_SELECTOR, "section.case")
+        side = case.find_element(By.CSS_SELECTOR, "table.side").text
+        # Side by side, names hidden, the hostile note as text.
+        assert "person 1" in side and "person 2" in side and "ann1" not in side
+        assert "arithmetic" in side and "misread" in side and HOSTILE[0] in side
+        _inert(browser)
+        browser.find_element(By.ID, "annotator").send_keys("carol\ue004")
+        WebDriverWait(browser, 30).until(
+            lambda d: (
+                d.execute_script("return localStorage.getItem('misstep.annotator')") == "carol"
+            )
+        )
+        _ready(browser)
+        case = browser.find_element(By.CSS_SELECTOR, "section.case")
+        Select(case.find_element(By.NAME, "decision")).select_by_value("misread")
+        case.find_element(By.NAME, "step").send_keys("0")
+        case.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_element(By.ID, "progress").text.startswith("1 / 1 decided")
+        )
+        status = browser.find_element(By.CSS_SELECTOR, "section.case .status").text
+        assert status == "decided: misread by carol"
+        _inert(browser)
+        browser.save_screenshot(str(SHOTS / "review_adjudicate.png"))
+    record = orjson.loads((fx.run_dir / "human" / "carol.jsonl").read_bytes())
+    assert (record["role"], record["error_type"], record["first_error_step"]) == (
+        "adjudicator",
+        "misread",
+        0,
+    )
