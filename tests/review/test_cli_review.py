@@ -54,7 +54,7 @@ def _review(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
 
 def _post(url: str, body: dict[str, object]) -> int:
     parts = urlsplit(url)
-    token = parts.query.removeprefix("token=")
+    token = parts.fragment.removeprefix("token=")
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
     conn.request(
         "POST",
@@ -63,7 +63,6 @@ def _post(url: str, body: dict[str, object]) -> int:
         headers={
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
-            "X-Misstep-Review": "1",
         },
     )
     status = conn.getresponse().status
@@ -75,7 +74,7 @@ def _post(url: str, body: dict[str, object]) -> int:
 def test_url_first_then_labels_survive_kill_9(fx: Fixture) -> None:
     args = [str(fx.traces), "--labels", str(fx.run_dir), "--annotator", "alice"]
     with _review(*args) as (proc, url):
-        assert url.startswith("http://127.0.0.1:") and "/?token=" in url
+        assert url.startswith("http://127.0.0.1:") and "/#token=" in url
         acknowledged = []
         for i, t in enumerate(fx.wrong_ids * 3):
             body = {"trace_id": t, "error_type": "arithmetic", "first_error_step": i % 3}
@@ -90,10 +89,13 @@ def test_url_first_then_labels_survive_kill_9(fx: Fixture) -> None:
 def test_host_warning_and_bad_options(fx: Fixture) -> None:
     args = [str(fx.traces), "--labels", str(fx.run_dir), "--host", "0.0.0.0"]
     with _review(*args) as (proc, url):
-        assert url.startswith("http://0.0.0.0:")
+        # A wildcard bind prints an address a browser can open, and saving works there.
+        assert url.startswith("http://127.0.0.1:"), url
+        body = {"trace_id": fx.wrong_ids[0], "error_type": "arithmetic", "annotator": "ann"}
+        assert _post(url, body) == 200
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    assert b"warning: serving on 0.0.0.0" in err
+    assert b"warning: serving on 0.0.0.0" in err and b"from other machines: http://" in err
     bad = subprocess.run(
         [
             sys.executable,

@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
             judge_id=judge_id,
             blind=blind,
             queue_n=queue_n,
-            stratify=fields,
+            queue_stratify=fields,
             task=task,
             adjudicate=adjudicate,
             with_judge=with_judge,

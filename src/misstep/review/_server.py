@@ -184,6 +184,9 @@ class ReviewServer:
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind((host, port))
+        # Listening now: a client that reads the printed URL may connect before uvicorn has
+        # started; its connection waits in the backlog instead of being refused.
+        self.socket.listen(2048)
         self.host = host
         self.port = int(self.socket.getsockname()[1])
         self.wildcard = host in ("0.0.0.0", "::", "")
