@@ -56,7 +56,7 @@ class Client:
         return self.request("GET", path, **kw)
 
     def post(self, body: Any, **kw: Any) -> tuple[int, dict[str, str], Any]:
-        headers = {"X-Misstep-Review": "1", **kw.pop("headers", {})}
+        headers = kw.pop("headers", {})
         return self.request("POST", "/api/labels", body, headers=headers, **kw)
 
 
