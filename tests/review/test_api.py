@@ -320,3 +320,12 @@ def test_server_url_and_loopback(fx: Fixture) -> None:
         assert parts.hostname == "127.0.0.1" and parts.query == ""
         assert parts.fragment == f"token={server.token}"  # never sent to a server
         assert len(server.token) >= 32 and server.loopback
+
+
+def test_a_busy_port_is_an_option_error(fx: Fixture) -> None:
+    from misstep.errors import OptionError
+    from misstep.review import make_server
+
+    data = review_data(fx)
+    with serving(data) as server, pytest.raises(OptionError, match="--host/--port"):
+        make_server(data, port=server.port)

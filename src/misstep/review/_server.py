@@ -53,7 +53,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from misstep.errors import MisstepError
+from misstep.errors import MisstepError, OptionError
 from misstep.review._data import BadRequest, ReviewData, TraceFilter
 
 __all__ = ["CSP", "REQUEST_TIMEOUT", "ReviewServer", "make_server"]
@@ -183,7 +183,16 @@ class ReviewServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.socket.bind((host, port))
+        try:
+            self.socket.bind((host, port))
+        except OSError as exc:
+            self.socket.close()
+            raise OptionError(
+                option="--host/--port",
+                value=f"{host}:{port}",
+                allowed="an address of this machine and a free port (0: any)",
+                hint=f"cannot bind: {exc.strerror or exc}",
+            ) from None
         # Listening now: a client that reads the printed URL may connect before uvicorn has
         # started; its connection waits in the backlog instead of being refused.
         self.socket.listen(2048)
