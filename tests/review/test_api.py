@@ -329,3 +329,29 @@ def test_a_busy_port_is_an_option_error(fx: Fixture) -> None:
     data = review_data(fx)
     with serving(data) as server, pytest.raises(OptionError, match="--host/--port"):
         make_server(data, port=server.port)
+
+
+def test_search_sort_and_not_yet_labelled(fx: Fixture) -> None:
+    with serving(review_data(fx)) as server:
+        c = Client(server)
+        # Search in the trace text: every response holds "Step one"; the wrong ones "= 6".
+        assert c.get("/api/traces?q=Step%20one")[2]["total"] == 16
+        assert c.get("/api/traces?" + urlencode({"q": "2 + 3 = 6"}))[2]["total"] == 8
+        # A quote in the text is found as written (the file holds it JSON-escaped).
+        assert c.get("/api/traces?" + urlencode({"q": HOSTILE[4][:8]}))[2]["total"] > 0
+        assert c.get("/api/traces?q=no%20such%20text")[2]["total"] == 0
+        # Sorting by problem, both ways: problem ids are p0... and p1...
+        up = [i["problem_id"] for i in c.get("/api/traces?sort=problem_id")[2]["items"]]
+        down = [i["problem_id"] for i in c.get("/api/traces?sort=-problem_id")[2]["items"]]
+        assert up == sorted(up) and down == sorted(down, reverse=True) and up != down
+        assert c.get("/api/traces?sort=nope")[0] == 400
+        # Not yet labelled by me: 16, then 15 after one label; another person still 16.
+        assert c.get("/api/traces?todo=1&annotator=alice")[2]["total"] == 16
+        assert c.post(_label(fx.wrong_ids[0]))[0] == 200
+        assert c.get("/api/traces?todo=1&annotator=alice")[2]["total"] == 15
+        assert c.get("/api/traces?todo=1&annotator=bob")[2]["total"] == 16
+        assert c.get("/api/traces?todo=1")[0] == 400  # whose?
+        queue = c.get("/api/queue?annotator=alice")[2]
+        assert queue["total"] == 4 and queue["done"] == int(
+            fx.wrong_ids[0] in {i["trace_id"] for i in queue["items"]}
+        )
