@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -320,6 +321,9 @@ def test_server_url_and_loopback(fx: Fixture) -> None:
         assert parts.hostname == "127.0.0.1" and parts.query == ""
         assert parts.fragment == f"token={server.token}"  # never sent to a server
         assert len(server.token) >= 32 and server.loopback
+        # TCP_NODELAY on every connection (asyncio sets it only for IPPROTO_TCP sockets):
+        # without it each keep-alive request waited 40 ms for a delayed ACK.
+        assert server.socket.proto == socket.IPPROTO_TCP
 
 
 def test_a_busy_port_is_an_option_error(fx: Fixture) -> None:

@@ -409,6 +409,12 @@ class ReviewData:
             self._sorts[key] = order
         return order
 
+    def is_quick(self, f: TraceFilter) -> bool:
+        """Whether listing with ``f`` takes only masks over the columns (no text search, no
+        sort computed for the first time)."""
+        with self._lock:
+            return f.q in (None, *self._searches) and f.sort in (None, *self._sorts)
+
     def list_traces(
         self, f: TraceFilter, *, offset: int, limit: int, annotator: str | None = None
     ) -> dict[str, Any]:
