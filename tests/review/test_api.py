@@ -274,7 +274,8 @@ def test_token_and_cross_site_writes(fx: Fixture) -> None:
         assert c.post(body, auth=False)[0] == 403  # no token at all
         # DNS rebinding: a foreign Host header is refused.
         assert c.get("/api/traces", headers={"Host": "evil.example:80"})[0] == 403
-        assert c.request("OPTIONS", "/api/labels")[0] == 405
+        status, headers, _ = c.request("OPTIONS", "/api/labels")
+        assert status == 405 and headers["content-security-policy"] == CSP
 
 
 def test_queue_is_the_sample_misstep_sample_draws(fx: Fixture, tmp_path: Path) -> None:

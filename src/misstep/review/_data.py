@@ -454,15 +454,18 @@ class ReviewData:
             "majority_failure": bool(self.majority_failure[row]),
         }
         if self._shows_judge(annotator, trace_id):
-            conf = float(self.confidence[row])
-            item["judge"] = {
-                "status": self.status.name(row),
-                "error_type": self.etype.name(row),
-                "confidence": None if math.isnan(conf) else round(conf, 4),
-            }
+            item["judge"] = self._judge_column(row)
         if annotator is not None:
             item["human"] = self.human.current.get((annotator, trace_id))
         return item
+
+    def _judge_column(self, row: int) -> dict[str, Any]:
+        conf = float(self.confidence[row])
+        return {
+            "status": self.status.name(row),
+            "error_type": self.etype.name(row),
+            "confidence": None if math.isnan(conf) else round(conf, 4),
+        }
 
     # --- one trace ------------------------------------------------------------------------
 
@@ -729,8 +732,9 @@ class ReviewData:
                 "labels": people,
                 "adjudicated": self.human.adjudicated.get(trace_id),
             }
-            if not self.with_judge:
-                item.pop("judge", None)
+            item.pop("judge", None)
+            if self.with_judge:  # asked for by the adjudicator, blind or not
+                item["judge"] = self._judge_column(row)
             items.append(item)
         done = sum(1 for i in items if i["adjudicated"] is not None)
         return {"total": len(items), "done": done, "items": items}

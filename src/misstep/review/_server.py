@@ -48,9 +48,12 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import PathConvertor, register_url_convertor
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from misstep.errors import MisstepError, OptionError
@@ -115,6 +118,25 @@ class _AnyText(PathConvertor):
 
 
 register_url_convertor("anytext", _AnyText())
+
+
+class _SecurityHeaders:
+    """ASGI middleware: the security headers on every answer, Starlette's own (a 405, a 404
+    for a path no route knows) included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in _HEADERS.items():
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 class _Error(Exception):
@@ -207,7 +229,7 @@ class ReviewServer:
         if self.loopback:
             self.allowed_hosts |= {f"{h}:{self.port}" for h in _LOOPBACK}
         protocol = type("_TimedProtocol", (_Protocol,), {"request_timeout": request_timeout})
-        self.app = Starlette(routes=self._routes())
+        self.app = Starlette(routes=self._routes(), middleware=[Middleware(_SecurityHeaders)])
         self.config = uvicorn.Config(
             self.app,
             http=protocol,
