@@ -68,7 +68,7 @@ def make_run(tmp: Path) -> Fixture:
                         "step": 100 * (ck + 1),
                         "dataset": DATASET,
                         "sample_idx": s,
-                        "problem": f"What is 2 + 3? {H}",
+                        "problem": f"What is 2 + 3? Also $\\frac{{10}}{{2}}$. {H}",
                         "gold_answer": f"5 {HOSTILE[1]}",
                         "pred_answer": f"6 {HOSTILE[2]}" if wrong else f"5 {HOSTILE[1]}",
                         "correct": not wrong,

@@ -240,6 +240,11 @@ def test_math_is_rendered_by_the_bundled_katex(browser: Any, fx: Fixture) -> Non
         # left as text. Put math in through a page-side check of the renderer instead.
         browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[0], safe='')}")
         _ready(browser)
+        # The problem's $\\frac{10}{2}$ is rendered, not shown as raw LaTeX; the hostile text
+        # around it stays text.
+        problem = browser.find_element(By.ID, "problem")
+        assert len(problem.find_elements(By.CSS_SELECTOR, ".katex")) == 1
+        assert "\\frac" not in problem.text and HOSTILE[0] in problem.text
         rendered = browser.execute_script(
             "const d = document.createElement('div'); d.textContent = 'so $\\\\frac{1}{2}$';"
             "document.body.append(d); renderMathInElement(d, {delimiters: ["
