@@ -236,15 +236,14 @@ def test_math_is_rendered_by_the_bundled_katex(browser: Any, fx: Fixture) -> Non
     with serving(review_data(fx)) as server:
         browser.get(server.url)
         _ready(browser)
-        # The fixture's problem holds no math; its third step has \boxed{6} outside $...$:
-        # left as text. Put math in through a page-side check of the renderer instead.
         browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[0], safe='')}")
         _ready(browser)
         # The problem's $\\frac{10}{2}$ is rendered, not shown as raw LaTeX; the hostile text
-        # around it stays text.
+        # around it stays text. (Its steps' \\boxed{6} is outside $...$: left as text.)
         problem = browser.find_element(By.ID, "problem")
         assert len(problem.find_elements(By.CSS_SELECTOR, ".katex")) == 1
         assert "\\frac" not in problem.text and HOSTILE[0] in problem.text
+        # The renderer as the page calls it, on a fresh element.
         rendered = browser.execute_script(
             "const d = document.createElement('div'); d.textContent = 'so $\\\\frac{1}{2}$';"
             "document.body.append(d); renderMathInElement(d, {delimiters: ["
