@@ -136,3 +136,20 @@ def test_human_dir_records_are_plain_json_lines(fx: Fixture) -> None:
             app, [command, str(fx.traces), "--labels", str(fx.run_dir), "--human", str(human)]
         )
         assert result.exit_code == 0, result.output
+
+
+def test_option_errors_exit_2(fx: Fixture, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+
+    base = ["review", str(fx.traces), "--labels", str(fx.run_dir)]
+    runner = CliRunner()
+    result = runner.invoke(app, [*base, "--with-judge"])
+    assert result.exit_code == 2 and "--adjudicate" in result.output
+    result = runner.invoke(app, [*base, "--task", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2 and "--task" in result.output
+    bad = tmp_path / "task.jsonl"
+    bad.write_text('{"trace_id": "not in this input", "weight": 2}\n')
+    result = runner.invoke(app, [*base, "--task", str(bad)])
+    assert result.exit_code == 2 and "not a trace of this input" in result.output
