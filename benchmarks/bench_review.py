@@ -1,7 +1,7 @@
 """Page-load benchmark of ``misstep review`` on 10^6 traces and 10^5 judge labels.
 
 Usage: python benchmarks/bench_review.py [--traces 1000000] [--labels 100000] [--requests 300]
-           [--base PATH] [--work DIR] [--keep]
+           [--stalled 150] [--base PATH] [--work DIR] [--keep]
 
 The traces are the real Reasoning Gym run (../shared/data/reasoning_gym_eval, 7,000 responses
 of two checkpoints) replicated: replica r renames each trace and problem (``#r<r>``), so every
@@ -11,6 +11,11 @@ graded table is the real run's graded table replicated (grading 10^6 traces woul
 grader, not the app). A live server answers real HTTP requests (http.client, one connection
 per request) for random traces and random filtered pages; prints JSON with p50/p95/max times,
 start-up times (text index built, then read from the cache) and the process's memory.
+
+With ``--stalled N``: N connections that stall mid-request (half of them send headers and
+promise a body they never send, half send half a request line) against the server's default
+request deadline (``misstep.review.REQUEST_TIMEOUT``); reports the time until each is dropped
+and the open-trace times of other requests made meanwhile, and the server's thread count.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import math
 import os
 import random
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -33,10 +39,11 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from misstep.agreement import load_labelled_run
 from misstep.judge import JudgeConfig
 from misstep.labels import read_labels
 from misstep.pipelines import run_labeling
-from misstep.review import ReviewData, make_server, open_trace_texts
+from misstep.review import REQUEST_TIMEOUT, ReviewData, ReviewServer, make_server, open_trace_texts
 from misstep.review._texts import _cache_file
 from misstep.rollouts import GradedRun, load_graded
 from misstep.taxonomy import load_taxonomy
@@ -108,11 +115,55 @@ def _get(port: int, token: str, path: str) -> tuple[int, bytes, float]:
     return response.status, body, elapsed
 
 
+def _stalled(server: ReviewServer, n: int, trace_ids: list[str]) -> dict[str, object]:
+    """N stalled uploads at once; others' requests meanwhile; when each was dropped."""
+    host = f"127.0.0.1:{server.port}"
+    threads_before = threading.active_count()
+    socks = []
+    for i in range(n):
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=REQUEST_TIMEOUT * 3)
+        if i % 2:
+            sock.sendall(
+                f"POST /api/labels HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer "
+                f"{server.token}\r\nContent-Type: application/json\r\n"
+                'Content-Length: 1000\r\n\r\n{"trace'.encode()
+            )
+        else:
+            sock.sendall(b"GET /api/sum")
+        socks.append(sock)
+    start = time.monotonic()
+    others = []
+    for t in trace_ids:
+        status, body, ms = _get(server.port, server.token, "/api/traces/" + quote(t, safe=""))
+        assert status == 200, body[:200]
+        others.append(ms)
+    threads_during = threading.active_count()
+    dropped = []
+    for sock in socks:
+        try:
+            while sock.recv(1024):
+                pass
+        except OSError:
+            pass
+        dropped.append(time.monotonic() - start)
+        sock.close()
+    return {
+        "n": n,
+        "request_timeout_s": REQUEST_TIMEOUT,
+        "dropped_after_s_max": round(max(dropped), 2),
+        "dropped_after_s_min": round(min(dropped), 2),
+        "open_trace_meanwhile": _pcts(others),
+        "threads_before": threads_before,
+        "threads_during": threads_during,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--labels", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--stalled", type=int, default=0, help="stalled uploads to time")
     parser.add_argument("--base", type=Path, default=REAL_RUN)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
@@ -158,12 +209,11 @@ def main() -> None:
         index_cached_s = time.perf_counter() - t2
         del ids
         t3 = time.perf_counter()
-        data = ReviewData(run, run_dir, texts, load_taxonomy())
+        data = ReviewData(load_labelled_run(run_dir, run), texts)
         data_s = time.perf_counter() - t3
         rss_loaded = _rss_mb()
         server = make_server(data)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
+        server.start()
         port, token = server.port, server.token
         status, _, summary_ms = _get(port, token, "/api/summary")
         assert status == 200
@@ -179,6 +229,21 @@ def main() -> None:
             status, body, ms = _get(port, token, "/api/traces/" + quote(t, safe=""))
             assert status == 200, body[:200]
             open_ms.append(ms)
+        # The same over one keep-alive connection, as a browser does.
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        keep_ms = []
+        for t in trace_ids[:100]:
+            start = time.perf_counter()
+            conn.request(
+                "GET",
+                "/api/traces/" + quote(t, safe=""),
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            response = conn.getresponse()
+            response.read()
+            keep_ms.append((time.perf_counter() - start) * 1000)
+            assert response.status == 200
+        conn.close()
         keys = list(data.taxonomy.keys)
         list_ms, totals = [], []
         for _ in range(args.requests):
@@ -200,6 +265,14 @@ def main() -> None:
             assert status == 200, body[:200]
             list_ms.append(ms)
             totals.append(total)
+        sorted_ms = []
+        for _ in range(max(1, args.requests // 10)):
+            key = rng.choice(["problem_id", "-sample_idx", "confidence", "outcome"])
+            f = {"checkpoint": rng.choice(data.checkpoints), "sort": key, "limit": 50}
+            status, body, ms = _get(port, token, "/api/traces?" + urlencode(f))
+            assert status == 200, body[:200]
+            sorted_ms.append(ms)
+        stalled = _stalled(server, args.stalled, trace_ids[:50]) if args.stalled else None
         rss_end = _rss_mb()
         server.shutdown()
         server.server_close()
@@ -211,8 +284,11 @@ def main() -> None:
             "input_bytes": big.stat().st_size,
             "requests_each": args.requests,
             "open_trace": _pcts(open_ms),
+            "open_trace_keep_alive": _pcts(keep_ms),
             "list_filtered_page_of_50": _pcts(list_ms),
             "list_totals_median": int(np.median(totals)),
+            "list_sorted_page_of_50_incl_first_sort": _pcts(sorted_ms),
+            "stalled_uploads": stalled,
             "summary_ms": round(summary_ms, 1),
             "first_distributions_ms": round(dist_ms, 1),
             "startup_s": {

@@ -61,6 +61,7 @@ PUBLIC = {
         "load_taxonomy",
     ],
     "misstep.labels": [
+        "ADJUDICATOR",
         "HUMAN_DIR",
         "LABEL_RECORD_VERSION",
         "NO_ERROR_CHOICE",
@@ -224,12 +225,13 @@ PUBLIC = {
     ],
     "misstep.review": [
         "CANT_TELL",
-        "COOKIE",
         "CSP",
         "MAX_LIMIT",
-        "WRITE_HEADER",
+        "REQUEST_TIMEOUT",
         "BadRequest",
         "HumanLabelWriter",
+        "QueueItem",
+        "Reveal",
         "ReviewData",
         "ReviewLabel",
         "ReviewServer",
@@ -239,6 +241,7 @@ PUBLIC = {
         "clear_text_cache",
         "make_server",
         "open_trace_texts",
+        "task_queue",
     ],
     "misstep.pipelines": [
         "DEMO_KS",

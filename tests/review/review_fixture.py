@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
+from misstep.agreement import load_labelled_run
 from misstep.labels import LabelStatus, RunManifest, StoredLabel, write_manifest
 from misstep.review import ReviewData, ReviewServer, make_server, open_trace_texts
 from misstep.rollouts import input_digest, load_graded
@@ -67,7 +68,7 @@ def make_run(tmp: Path) -> Fixture:
                         "step": 100 * (ck + 1),
                         "dataset": DATASET,
                         "sample_idx": s,
-                        "problem": f"What is 2 + 3? {H}",
+                        "problem": f"What is 2 + 3? Also $\\frac{{10}}{{2}}$. {H}",
                         "gold_answer": f"5 {HOSTILE[1]}",
                         "pred_answer": f"6 {HOSTILE[2]}" if wrong else f"5 {HOSTILE[1]}",
                         "correct": not wrong,
@@ -118,23 +119,24 @@ def make_run(tmp: Path) -> Fixture:
     )
 
 
-def review_data(fx: Fixture, *, blind: bool = False, queue_n: int = 4) -> ReviewData:
+def review_data(fx: Fixture, *, blind: bool = False, queue_n: int = 4, **kw: Any) -> ReviewData:
     run = load_graded(fx.traces)
     texts = open_trace_texts(
         fx.traces, run.table["trace_id"].astype(str).tolist(), input_sha256=run.input_sha256
     )
-    return ReviewData(run, fx.run_dir, texts, load_taxonomy(None), blind=blind, queue_n=queue_n)
+    labelled = load_labelled_run(fx.run_dir, run)
+    return ReviewData(labelled, texts, blind=blind, queue_n=queue_n, **kw)
 
 
 @contextmanager
-def serving(data: ReviewData, *, annotator: str | None = None) -> Iterator[ReviewServer]:
-    """A server on 127.0.0.1 (any free port), served by a thread while the block runs."""
-    server = make_server(data, annotator=annotator)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def serving(
+    data: ReviewData, *, annotator: str | None = None, host: str = "127.0.0.1", **kw: Any
+) -> Iterator[ReviewServer]:
+    """A real uvicorn server (any free port), served by a thread while the block runs."""
+    server = make_server(data, annotator=annotator, host=host, **kw)
+    server.start()
     try:
         yield server
     finally:
         server.shutdown()
         server.server_close()
-        thread.join(timeout=10)

@@ -54,7 +54,7 @@ def _review(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
 
 def _post(url: str, body: dict[str, object]) -> int:
     parts = urlsplit(url)
-    token = parts.query.removeprefix("token=")
+    token = parts.fragment.removeprefix("token=")
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
     conn.request(
         "POST",
@@ -63,7 +63,6 @@ def _post(url: str, body: dict[str, object]) -> int:
         headers={
             "Authorization": f"Bearer {token}",
             "Content-Type": "application/json",
-            "X-Misstep-Review": "1",
         },
     )
     status = conn.getresponse().status
@@ -75,7 +74,7 @@ def _post(url: str, body: dict[str, object]) -> int:
 def test_url_first_then_labels_survive_kill_9(fx: Fixture) -> None:
     args = [str(fx.traces), "--labels", str(fx.run_dir), "--annotator", "alice"]
     with _review(*args) as (proc, url):
-        assert url.startswith("http://127.0.0.1:") and "/?token=" in url
+        assert url.startswith("http://127.0.0.1:") and "/#token=" in url
         acknowledged = []
         for i, t in enumerate(fx.wrong_ids * 3):
             body = {"trace_id": t, "error_type": "arithmetic", "first_error_step": i % 3}
@@ -90,10 +89,13 @@ def test_url_first_then_labels_survive_kill_9(fx: Fixture) -> None:
 def test_host_warning_and_bad_options(fx: Fixture) -> None:
     args = [str(fx.traces), "--labels", str(fx.run_dir), "--host", "0.0.0.0"]
     with _review(*args) as (proc, url):
-        assert url.startswith("http://0.0.0.0:")
+        # A wildcard bind prints an address a browser can open, and saving works there.
+        assert url.startswith("http://127.0.0.1:"), url
+        body = {"trace_id": fx.wrong_ids[0], "error_type": "arithmetic", "annotator": "ann"}
+        assert _post(url, body) == 200
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    assert b"warning: serving on 0.0.0.0" in err
+    assert b"warning: serving on 0.0.0.0" in err and b"from other machines: http://" in err
     bad = subprocess.run(
         [
             sys.executable,
@@ -134,3 +136,20 @@ def test_human_dir_records_are_plain_json_lines(fx: Fixture) -> None:
             app, [command, str(fx.traces), "--labels", str(fx.run_dir), "--human", str(human)]
         )
         assert result.exit_code == 0, result.output
+
+
+def test_option_errors_exit_2(fx: Fixture, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+
+    base = ["review", str(fx.traces), "--labels", str(fx.run_dir)]
+    runner = CliRunner()
+    result = runner.invoke(app, [*base, "--with-judge"])
+    assert result.exit_code == 2 and "--adjudicate" in result.output
+    result = runner.invoke(app, [*base, "--task", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2 and "--task" in result.output
+    bad = tmp_path / "task.jsonl"
+    bad.write_text('{"trace_id": "not in this input", "weight": 2}\n')
+    result = runner.invoke(app, [*base, "--task", str(bad)])
+    assert result.exit_code == 2 and "not a trace of this input" in result.output

@@ -8,10 +8,10 @@ from urllib.parse import quote
 
 import pytest
 
+from misstep.agreement import load_labelled_run
 from misstep.pipelines import run_demo
 from misstep.review import ReviewData, open_trace_texts
 from misstep.rollouts import load_graded
-from misstep.taxonomy import load_taxonomy
 from tests.review.review_fixture import serving
 from tests.review.test_api import Client
 
@@ -22,7 +22,7 @@ def test_review_serves_the_demo_run(tmp_path: Path) -> None:
     run = load_graded(demo.traces)
     ids = run.table["trace_id"].astype(str).tolist()
     texts = open_trace_texts(demo.traces, ids, input_sha256=run.input_sha256)
-    data = ReviewData(run, Path(demo.run_dir), texts, load_taxonomy(None))
+    data = ReviewData(load_labelled_run(demo.run_dir, run), texts)
     link = {c["checkpoint"]: c for c in json.loads(Path(demo.link).read_text())["checkpoints"]}
     with serving(data) as server:
         c = Client(server)

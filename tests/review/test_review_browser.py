@@ -98,7 +98,8 @@ def test_pages_keyboard_labelling_and_hostile_text(browser: Any, fx: Fixture) ->
         browser.get(server.url)
         # Any alert() would be recorded instead of blocking the test.
         _ready(browser)
-        assert "token" not in browser.current_url  # the token moved into the cookie
+        assert "token" not in browser.current_url  # the token moved into sessionStorage
+        assert browser.get_cookies() == []  # and into no cookie
         rows = browser.find_elements(By.CSS_SELECTOR, "#list tr")
         assert len(rows) == 1 + 16  # header + 16 traces
         # The hostile ids are shown as text, verbatim.
@@ -151,7 +152,7 @@ def test_pages_keyboard_labelling_and_hostile_text(browser: Any, fx: Fixture) ->
         browser.find_element(By.CSS_SELECTOR, "li.step[data-step='0']").click()
         browser.find_element(By.ID, "note").send_keys(HOSTILE[3])
         browser.find_element(By.ID, "save").click()
-        WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "saved").text == "saved")
+        WebDriverWait(browser, 30).until(lambda d: "saved" in d.find_element(By.ID, "saved").text)
         _inert(browser)
     lines = (fx.run_dir / "human" / "alice.jsonl").read_bytes().splitlines()
     last = orjson.loads(lines[-1])
@@ -163,31 +164,156 @@ def test_pages_keyboard_labelling_and_hostile_text(browser: Any, fx: Fixture) ->
     )
 
 
-def test_blind_page_hides_then_shows_the_judge(browser: Any, fx: Fixture) -> None:
-    with serving(review_data(fx, blind=True), annotator="bob") as server:
+def test_blind_page_reveals_only_on_request_and_progress_moves_on(
+    browser: Any, fx: Fixture
+) -> None:
+    with serving(review_data(fx, blind=True, queue_n=4)) as server:
         browser.get(server.url)
         _ready(browser)
         assert browser.find_element(By.ID, "dist-section").get_attribute("hidden") is not None
-        browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[0], safe='')}")
-        _ready(browser)
-        assert "Hidden until" in browser.find_element(By.ID, "judge").text
-        assert not browser.find_elements(By.CSS_SELECTOR, "li.step.blamed")
-        browser.find_element(By.TAG_NAME, "body").send_keys("n")  # no error
-        browser.find_element(By.TAG_NAME, "body").send_keys("s")
-        WebDriverWait(browser, 30).until(
-            lambda d: "arithmetic" in d.find_element(By.ID, "judge").text
-        )
-        assert browser.find_elements(By.CSS_SELECTOR, "li.step.blamed")
-        _inert(browser)
-        browser.save_screenshot(str(SHOTS / "review_blind.png"))
-        # The queue: the 4 traces of the stratified sample, as a list to walk.
+        # The queue: 4 traces, no stratum column, progress asks for a name first.
         browser.get(f"{server.origin}/queue")
         _ready(browser)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 4
+        assert "stratum" not in browser.find_element(By.ID, "list").text
+        assert "arithmetic" not in browser.find_element(By.ID, "list").text
+        assert "name" in browser.find_element(By.ID, "progress").text
         browser.find_element(By.TAG_NAME, "body").send_keys("\ue007")  # Enter: the first
         WebDriverWait(browser, 30).until(lambda d: "queue=1" in d.current_url)
         _ready(browser)
+        first = browser.find_element(By.ID, "trace-id").text
         assert browser.find_element(By.ID, "position").text == "queue #1"
+        # Saving without a name: the error shows beside the save button, nothing stored.
+        body = browser.find_element(By.TAG_NAME, "body")
+        body.send_keys("n")
+        browser.find_element(By.ID, "save").click()
+        WebDriverWait(browser, 30).until(
+            lambda d: "name first" in d.find_element(By.ID, "save-error").text
+        )
+        assert not (fx.run_dir / "human").exists()
+        browser.execute_script("window.__before = 1")
+        name = browser.find_element(By.ID, "annotator")
+        name.send_keys("bob\ue004")  # Tab: change event, the page reloads with the name
+        WebDriverWait(browser, 30).until(
+            lambda d: d.execute_script("return window.__before === undefined")
+        )
+        _ready(browser)
+        assert browser.execute_script("return localStorage.getItem('misstep.annotator')") == "bob"
+        assert "Hidden until" in browser.find_element(By.ID, "judge").text
+        assert not browser.find_elements(By.ID, "reveal")  # not before an answer
+        browser.find_element(By.TAG_NAME, "body").send_keys("c")  # can't tell
+        browser.find_element(By.ID, "save").click()
+        # Save moves on to the next trace of the queue.
+        try:
+            WebDriverWait(browser, 30).until(lambda d: "pos=1" in d.current_url)
+        except Exception:
+            raise AssertionError(browser.find_element(By.ID, "error").text) from None
+        _ready(browser)
+        assert browser.find_element(By.ID, "trace-id").text != first
         _inert(browser)
+        # Back to the first: "can't tell" was an answer; the judge shows only on request.
+        browser.get(f"{server.origin}/traces/{quote(first, safe='')}")
+        _ready(browser)
+        assert "Hidden until" in browser.find_element(By.ID, "judge").text
+        browser.find_element(By.ID, "reveal").click()
+        WebDriverWait(browser, 30).until(
+            lambda d: "arithmetic" in d.find_element(By.ID, "judge").text
+        )
+        _inert(browser)
+        browser.save_screenshot(str(SHOTS / "review_blind.png"))
+        # Progress: 1 of 4 done; "not yet labelled by me" leaves 3.
+        browser.get(f"{server.origin}/queue?todo=1")
+        _ready(browser)
+        assert browser.find_element(By.ID, "progress").text == "bob: 1 / 4 done"
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 3
     record = orjson.loads((fx.run_dir / "human" / "bob.jsonl").read_bytes().splitlines()[-1])
-    assert record["verdict"] == "no_error" and record["has_error"] is False and record["blind"]
+    assert record["verdict"] == "cant_tell" and record["blind"] is True
+    reveal = orjson.loads((fx.run_dir / "human" / "reveals" / "bob.jsonl").read_bytes())
+    assert reveal["trace_id"] == first
+
+
+def test_math_is_rendered_by_the_bundled_katex(browser: Any, fx: Fixture) -> None:
+    with serving(review_data(fx)) as server:
+        browser.get(server.url)
+        _ready(browser)
+        browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[0], safe='')}")
+        _ready(browser)
+        # The problem's $\\frac{10}{2}$ is rendered, not shown as raw LaTeX; the hostile text
+        # around it stays text. (Its steps' \\boxed{6} is outside $...$: left as text.)
+        problem = browser.find_element(By.ID, "problem")
+        assert len(problem.find_elements(By.CSS_SELECTOR, ".katex")) == 1
+        assert "\\frac" not in problem.text and HOSTILE[0] in problem.text
+        # The renderer as the page calls it, on a fresh element.
+        rendered = browser.execute_script(
+            "const d = document.createElement('div'); d.textContent = 'so $\\\\frac{1}{2}$';"
+            "document.body.append(d); renderMathInElement(d, {delimiters: ["
+            "{left: '$', right: '$', display: false}]}); return d.querySelectorAll('.katex').length"
+        )
+        assert rendered == 1
+        # Fonts and styles come from this server (CSP: nothing else loads).
+        assert browser.execute_script(
+            "return [...document.styleSheets].some(s => (s.href || '').endsWith('katex.min.css'))"
+        )
+        _inert(browser)
+
+
+def test_two_servers_in_one_browser_keep_their_own_tokens(browser: Any, fx: Fixture) -> None:
+    with serving(review_data(fx)) as a, serving(review_data(fx)) as b:
+        browser.get(a.url)
+        _ready(browser)
+        browser.get(b.url)
+        _ready(browser)
+        browser.get(f"{a.origin}/")  # a's tab again, no token in the URL: still in
+        _ready(browser)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 16
+
+
+def test_adjudication_end_to_end(browser: Any, fx: Fixture) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    data = review_data(fx, adjudicate=True, hide_names=True)
+    a = fx.wrong_ids[0]
+    for who, kind, step, note in (
+        ("ann1", "arithmetic", 1, HOSTILE[0]),
+        ("ann2", "misread", 0, None),
+    ):
+        data.add_label(
+            {"trace_id": a, "error_type": kind, "first_error_step": step, "note": note}, who
+        )
+    with serving(data) as server:
+        browser.get(server.url)
+        _ready(browser)
+        assert browser.find_element(By.ID, "adjudicate-link").is_displayed()
+        browser.get(f"{server.origin}/adjudicate")
+        _ready(browser)
+        assert browser.find_element(By.ID, "progress").text.startswith("0 / 1 decided")
+        case = browser.find_element(By.CSS_SELECTOR, "section.case")
+        side = case.find_element(By.CSS_SELECTOR, "table.side").text
+        # Side by side, names hidden, the hostile note as text.
+        assert "person 1" in side and "person 2" in side and "ann1" not in side
+        assert "arithmetic" in side and "misread" in side and HOSTILE[0] in side
+        _inert(browser)
+        browser.find_element(By.ID, "annotator").send_keys("carol\ue004")
+        WebDriverWait(browser, 30).until(
+            lambda d: (
+                d.execute_script("return localStorage.getItem('misstep.annotator')") == "carol"
+            )
+        )
+        _ready(browser)
+        case = browser.find_element(By.CSS_SELECTOR, "section.case")
+        Select(case.find_element(By.NAME, "decision")).select_by_value("misread")
+        case.find_element(By.NAME, "step").send_keys("0")
+        case.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_element(By.ID, "progress").text.startswith("1 / 1 decided")
+        )
+        status = browser.find_element(By.CSS_SELECTOR, "section.case .status").text
+        assert status == "decided: misread by carol"
+        _inert(browser)
+        browser.save_screenshot(str(SHOTS / "review_adjudicate.png"))
+    record = orjson.loads((fx.run_dir / "human" / "carol.jsonl").read_bytes())
+    assert (record["role"], record["error_type"], record["first_error_step"]) == (
+        "adjudicator",
+        "misread",
+        0,
+    )

@@ -1,9 +1,10 @@
-"""CLI: ``misstep review`` (the local web app to read and label traces)."""
+"""CLI: ``misstep review`` (the local web app to read, label and adjudicate traces)."""
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,14 +18,87 @@ from misstep.cli._options import (
     LabelSubsetOpt,
     NoCacheOpt,
     RegradeOpt,
+    RunTaxonomyOpt,
     SeedOpt,
     SkipInvalidOpt,
-    TaxonomyOpt,
     TracesArg,
     check_input,
     input_format_value,
 )
 from misstep.errors import OptionError
+
+if TYPE_CHECKING:
+    from misstep.agreement import LabelledRun
+    from misstep.review import ReviewData, ReviewServer
+    from misstep.rollouts import GradedRun
+
+AnnotatorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--annotator",
+        metavar="NAME",
+        help="Default annotator name for labels made here (letters, digits, ._@+-); "
+        "each person can also set theirs in the page.",
+    ),
+]
+BlindOpt = Annotated[
+    bool,
+    typer.Option(
+        "--blind",
+        help="Serve nothing of the judge's output for a trace (label, strata, sorting) until "
+        "the person has labelled it and asks to see it; the reveal is recorded.",
+    ),
+]
+HostOpt = Annotated[
+    str,
+    typer.Option("--host", metavar="ADDR", help="Address to bind (warns unless loopback)."),
+]
+PortOpt = Annotated[
+    int, typer.Option("--port", metavar="INT", min=0, max=65535, help="0: any free port.")
+]
+QueueNOpt = Annotated[
+    int,
+    typer.Option(
+        "--queue-n",
+        metavar="INT",
+        min=1,
+        help="Traces in the queue: the stratified sample `misstep sample --n` draws "
+        "(drawn once at start, with its weights).",
+    ),
+]
+StratifyOpt = Annotated[
+    str,
+    typer.Option("--stratify", metavar="FIELDS", help="Queue strata, as `misstep sample`."),
+]
+TaskOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--task",
+        metavar="FILE",
+        help="A `misstep sample` task file (JSONL, CSV or Label Studio JSON) as the queue: its "
+        "traces in its order, each label weighted as the file says.",
+    ),
+]
+AdjudicateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--adjudicate",
+        help="Also serve /adjudicate: the traces where people disagree, their labels side by "
+        "side, and a decision stored with role adjudicator (summary, link, report and the "
+        "corrected distributions then use it; agree does not).",
+    ),
+]
+WithJudgeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--with-judge",
+        help="With --adjudicate: also list traces where a person disagrees with the judge.",
+    ),
+]
+HideNamesOpt = Annotated[
+    bool,
+    typer.Option("--hide-names", help="With --adjudicate: show people as person 1, person 2, ..."),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -36,44 +110,17 @@ def register(app: typer.Typer) -> None:
         traces: TracesArg,
         labels: LabelsOpt,
         human: HumanOpt = None,
-        annotator: Annotated[
-            str | None,
-            typer.Option(
-                "--annotator",
-                metavar="NAME",
-                help="Default annotator name for labels made here (letters, digits, ._@+-); "
-                "each person can also set theirs in the page.",
-            ),
-        ] = None,
-        blind: Annotated[
-            bool,
-            typer.Option(
-                "--blind",
-                help="Hide the judge's label and quote until the person has answered "
-                "(recorded with each label).",
-            ),
-        ] = False,
-        host: Annotated[
-            str,
-            typer.Option("--host", metavar="ADDR", help="Address to bind (warns unless loopback)."),
-        ] = "127.0.0.1",
-        port: Annotated[
-            int, typer.Option("--port", metavar="INT", min=0, max=65535, help="0: any free port.")
-        ] = 0,
-        queue_n: Annotated[
-            int,
-            typer.Option(
-                "--queue-n",
-                metavar="INT",
-                min=1,
-                help="Traces in the queue: the stratified sample `misstep sample --n` draws.",
-            ),
-        ] = 200,
-        stratify: Annotated[
-            str,
-            typer.Option("--stratify", metavar="FIELDS", help="Queue strata, as `misstep sample`."),
-        ] = "checkpoint,error_type",
-        taxonomy: TaxonomyOpt = None,
+        annotator: AnnotatorOpt = None,
+        blind: BlindOpt = False,
+        host: HostOpt = "127.0.0.1",
+        port: PortOpt = 0,
+        queue_n: QueueNOpt = 200,
+        stratify: StratifyOpt = "checkpoint,error_type",
+        task: TaskOpt = None,
+        adjudicate: AdjudicateOpt = False,
+        with_judge: WithJudgeOpt = False,
+        hide_names: HideNamesOpt = False,
+        taxonomy: RunTaxonomyOpt = None,
         input_format: InputFormatOpt = None,
         regrade: RegradeOpt = False,
         skip_invalid: SkipInvalidOpt = False,
@@ -82,17 +129,23 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         seed: SeedOpt = 0,
     ) -> None:
-        """Browse the traces behind the numbers and label them, in a local web app.
+        """Browse the traces behind the numbers, label them, and adjudicate disagreements,
+        in a local web app.
 
-        Prints the URL (with its access token) as the first line on stdout; stop with Ctrl-C."""
+        Prints the URL (its access token after #) as the first line on stdout; scripts send
+        the token as `Authorization: Bearer TOKEN`. Stop with Ctrl-C."""
         from misstep.agreement import STRATA_FIELDS
         from misstep.review import check_annotator
 
         check_input(labels, "--labels")
-        for path in human or []:
-            check_input(path, "--human")
+        for path in [*(human or []), *([task] if task else [])]:
+            check_input(path, "--human" if path != task else "--task")
         if annotator is not None:
             check_annotator(annotator, "--annotator")
+        if (with_judge or hide_names) and not adjudicate:
+            raise OptionError(
+                option="--with-judge/--hide-names", value="given", allowed="with --adjudicate"
+            )
         fields = [f.strip() for f in stratify.split(",") if f.strip()]
         if any(f not in STRATA_FIELDS for f in fields):
             raise OptionError(
@@ -107,76 +160,109 @@ def register(app: typer.Typer) -> None:
             skip_invalid=skip_invalid,
             no_cache=no_cache,
         )
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from misstep.cli._labelled import load_labelled
 
-        from misstep.labels import read_human_labels
-        from misstep.review import ReviewData, make_server, open_trace_texts
-        from misstep.taxonomy import load_taxonomy
-
-        tax = load_taxonomy(taxonomy)
-        people = [h for path in human or [] for h in read_human_labels(path, keys=tax.keys)]
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TextColumn("{task.percentage:>3.0f}%"),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-        ) as progress:
-            task = progress.add_task("indexing the trace texts", total=1)
-
-            def on_bytes(done: int, total: int) -> None:
-                if total:
-                    progress.update(task, total=total, completed=done)
-                else:
-                    progress.update(task, description=f"copying the trace texts: {done:,}")
-
-            texts = open_trace_texts(
-                traces,
-                run.table["trace_id"].astype(str).tolist(),
-                input_sha256=run.input_sha256,
-                input_format=input_format_value(input_format),
-                on_progress=on_bytes,
-            )
-            stages = progress.add_task("loading", total=4)
-
-            def on_stage(name: str) -> None:
-                progress.update(stages, advance=1, description=name)
-
-            data = ReviewData(
-                run,
-                labels,
-                texts,
-                tax,
-                human=people,
-                judge_id=judge_id,
-                blind=blind,
-                labels_from_other_input=labels_from_other_input,
-                queue_n=queue_n,
-                queue_stratify=fields,
-                seed=seed,
-                on_stage=on_stage,
-            )
-        server = make_server(data, host=host, port=port, annotator=annotator)
-        if not server.loopback:
-            err_console.print(
-                f"warning: serving on {host}, reachable from other machines; anyone with the "
-                "URL's token can read these traces and add labels",
-                style="yellow",
-                markup=False,
-            )
-        # The URL is the first line on stdout (scripts read it); the rest goes to stderr.
-        sys.stdout.write(server.url + "\n")
-        sys.stdout.flush()
-        err_console.print(
-            f"serving {data.n:,} traces and {len(data.label_rows):,} judge labels; people's "
-            f"labels go to {data.writer.directory}/<annotator>.jsonl; Ctrl-C stops",
-            markup=False,
-            soft_wrap=True,
+        labelled = load_labelled(
+            labels,
+            run,
+            judge_id=judge_id,
+            human=human,
+            taxonomy=taxonomy,
+            allow_other_input=labels_from_other_input,
+            seed=seed,
         )
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            err_console.print("stopped", markup=False)
-        finally:
-            server.server_close()
+        data = _load_data(
+            traces,
+            run,
+            labelled,
+            input_format=input_format_value(input_format),
+            judge_id=judge_id,
+            blind=blind,
+            queue_n=queue_n,
+            queue_stratify=fields,
+            task=task,
+            adjudicate=adjudicate,
+            with_judge=with_judge,
+            hide_names=hide_names,
+            seed=seed,
+        )
+        from misstep.review import make_server
+
+        _serve(data, make_server(data, host=host, port=port, annotator=annotator), host)
+
+
+def _load_data(
+    traces: Path,
+    run: GradedRun,
+    labelled: LabelledRun,
+    *,
+    input_format: str | None,
+    **options: Any,
+) -> ReviewData:
+    """The text index and the review data, with progress."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from misstep.review import ReviewData, open_trace_texts
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("indexing the trace texts", total=1)
+
+        def on_bytes(done: int, total: int) -> None:
+            if total:
+                progress.update(task, total=total, completed=done)
+            else:
+                progress.update(task, description=f"copying the trace texts: {done:,}")
+
+        texts = open_trace_texts(
+            traces,
+            run.table["trace_id"].astype(str).tolist(),
+            input_sha256=run.input_sha256,
+            input_format=input_format,
+            on_progress=on_bytes,
+        )
+        stages = progress.add_task("loading", total=4)
+
+        def on_stage(name: str) -> None:
+            progress.update(stages, advance=1, description=name)
+
+        return ReviewData(labelled, texts, on_stage=on_stage, **options)
+
+
+def _serve(data: ReviewData, server: ReviewServer, host: str) -> None:
+    """Print the URLs and serve until Ctrl-C."""
+    if not server.loopback:
+        err_console.print(
+            f"warning: serving on {host}, reachable from other machines; anyone with the "
+            "URL's token can read these traces and add labels",
+            style="yellow",
+            markup=False,
+        )
+    # The URL is the first line on stdout (scripts read it); the rest goes to stderr.
+    urls = server.urls()
+    sys.stdout.write(urls[0] + "\n")
+    sys.stdout.flush()
+    for other in urls[1:]:
+        err_console.print(f"from other machines: {other}", markup=False, soft_wrap=True)
+    err_console.print(
+        f"serving {data.n:,} traces and {len(data.label_rows):,} judge labels; queue: "
+        f"{len(data.queue):,} traces ({data.queue_source}); people's labels go to "
+        f"{data.writer.directory}/<annotator>.jsonl"
+        + ("; adjudication at /adjudicate" if data.adjudicate_mode else "")
+        + "; Ctrl-C stops",
+        markup=False,
+        soft_wrap=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        err_console.print("stopped", markup=False)
+        server.server_close()

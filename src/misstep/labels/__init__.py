@@ -3,6 +3,7 @@ trace), the run manifest, and people's labels."""
 
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
 from misstep.labels._human import (
+    ADJUDICATOR,
     HUMAN_DIR,
     NO_ERROR_CHOICE,
     HumanLabel,
@@ -29,6 +30,7 @@ from misstep.labels._store import (
 from misstep.labels._tail import repair_tail
 
 __all__ = [
+    "ADJUDICATOR",
     "HUMAN_DIR",
     "LABEL_RECORD_VERSION",
     "NO_ERROR_CHOICE",

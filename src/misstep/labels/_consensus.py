@@ -7,6 +7,13 @@ of them chose. When the most frequent types tie, the trace has **no consensus**:
 as tied and left out of everything built on the consensus (confusion matrices, corrections,
 per-category scores), and the commands say how many were left out. A trace typed by one person
 has that person's type. Its weight is the mean sampling weight of its labels.
+
+**Adjudication** overrides this: a trace with a label of role ``adjudicator`` (``misstep review
+--adjudicate``; the last one of the trace wins) has the adjudicated type as its consensus, with
+that label's weight, tie or not; adjudicated "no error" leaves it without a type; an
+adjudicated "can't tell" decides nothing. So summary, link, report and the corrected
+distributions, which all read this consensus, use the adjudicated label where one exists;
+agreement figures (``agree``) leave adjudications out and report agreement before it.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from misstep.labels._human import HumanLabel
+from misstep.labels._human import ADJUDICATOR, HumanLabel
 
 __all__ = ["HumanConsensus", "human_consensus", "majority_labels"]
 
@@ -62,7 +69,12 @@ def human_consensus(labels: Iterable[HumanLabel]) -> HumanConsensus:
     """The consensus of ``labels`` by the rule in the module docstring."""
     typed: dict[str, dict[str, str]] = {}
     weight_of: dict[str, dict[str, float]] = {}
+    decided: dict[str, HumanLabel] = {}
     for label in labels:
+        if label.role == ADJUDICATOR:
+            if label.error_type is not None or label.has_error is False:
+                decided[label.trace_id] = label  # "can't tell" decides nothing
+            continue
         # A person's later label of a trace supersedes their earlier one, an untyped one
         # ("no error", "can't tell") included.
         mine, theirs = (
@@ -80,8 +92,15 @@ def human_consensus(labels: Iterable[HumanLabel]) -> HumanConsensus:
         for trace_id, weight in by_trace.items():
             weights.setdefault(trace_id, []).append(weight)
     agreed, tied = majority_labels(typed)
+    mean = {t: sum(weights[t]) / len(weights[t]) for t in agreed}
+    for trace_id, label in decided.items():
+        agreed.pop(trace_id, None)
+        mean.pop(trace_id, None)
+        if label.error_type is not None:
+            agreed[trace_id] = label.error_type
+            mean[trace_id] = label.weight
     return HumanConsensus(
-        types=agreed,
-        weights={t: sum(weights[t]) / len(weights[t]) for t in agreed},
-        tied=tied,
+        types=dict(sorted(agreed.items())),
+        weights=mean,
+        tied=[t for t in tied if t not in decided],
     )

@@ -10,7 +10,7 @@ import io
 import math
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -21,6 +21,7 @@ from misstep.rollouts._readers import iter_json_lines
 from misstep.rollouts._rowmap import RowError
 
 __all__ = [
+    "ADJUDICATOR",
     "HUMAN_DIR",
     "NO_ERROR_CHOICE",
     "HumanLabel",
@@ -33,6 +34,10 @@ HUMAN_DIR = "human"
 """People's labels of a run: ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabel`` lines)."""
 NO_ERROR_CHOICE = "no_error"
 """The answer "this trace has no error" in a task (error_type None, has_error False)."""
+ADJUDICATOR = "adjudicator"
+"""The role of a label that settles people's disagreement on a trace (``misstep review
+--adjudicate``): ``human_consensus`` takes it as the trace's human label, agreement figures
+leave it out."""
 
 
 class HumanLabel(BaseModel):
@@ -56,6 +61,9 @@ class HumanLabel(BaseModel):
     """How ``error_type`` was mapped from the source's labels."""
     weight: float = 1.0
     """Sampling weight carried from ``misstep sample`` (inverse inclusion probability)."""
+    role: Literal["annotator", "adjudicator"] = "annotator"
+    """``annotator``: one person's own reading; ``adjudicator``: the decision that settles
+    the annotators' disagreement on the trace (``misstep review --adjudicate``)."""
 
 
 _REQUIRED = ("trace_id", "annotator")

@@ -1,27 +1,32 @@
-"""``misstep review``: a local web app to read the traces behind the numbers and label them.
+"""``misstep review``: a local web app to read the traces behind the numbers, label them and
+adjudicate people's disagreements.
 
-The graded table, the judge's labels and people's labels served over HTTP on 127.0.0.1, with
-a trace's text read on demand from an offset index (``open_trace_texts``) and people's labels
-appended durably to ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabelWriter``)."""
+A ``LabelledRun`` (the graded table, the judge's labels, people's labels, the taxonomy) served
+by Starlette on uvicorn (``make_server``), with a trace's text read on demand from an offset
+index (``open_trace_texts``) and people's labels appended durably to
+``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabelWriter``)."""
 
 from misstep.review._data import MAX_LIMIT, BadRequest, ReviewData, TraceFilter
-from misstep.review._server import COOKIE, CSP, WRITE_HEADER, ReviewServer, make_server
+from misstep.review._queue import QueueItem, task_queue
+from misstep.review._server import CSP, REQUEST_TIMEOUT, ReviewServer, make_server
 from misstep.review._texts import TraceTexts, clear_text_cache, open_trace_texts
 from misstep.review._writer import (
     CANT_TELL,
     HumanLabelWriter,
+    Reveal,
     ReviewLabel,
     check_annotator,
 )
 
 __all__ = [
     "CANT_TELL",
-    "COOKIE",
     "CSP",
     "MAX_LIMIT",
-    "WRITE_HEADER",
+    "REQUEST_TIMEOUT",
     "BadRequest",
     "HumanLabelWriter",
+    "QueueItem",
+    "Reveal",
     "ReviewData",
     "ReviewLabel",
     "ReviewServer",
@@ -31,4 +36,5 @@ __all__ = [
     "clear_text_cache",
     "make_server",
     "open_trace_texts",
+    "task_queue",
 ]

@@ -10,10 +10,11 @@ never with the text of responses or judge explanations: those are read when a tr
 from __future__ import annotations
 
 import math
+import mmap
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,31 +23,30 @@ import numpy.typing as npt
 import orjson
 import pandas as pd
 
-from misstep.agreement import ErrorDistribution, error_distributions, stratified_sample
+from misstep.agreement import ErrorDistribution, LabelledRun, error_distributions
 from misstep.errors import LabelStoreError, OptionError
 from misstep.labels import (
-    HUMAN_DIR,
+    ADJUDICATOR,
     NO_ERROR_CHOICE,
     HumanLabel,
-    LabelRow,
     LabelStatus,
     StoredLabel,
-    check_labels_input,
+    human_label_files,
     read_human_labels,
-    read_manifest,
 )
-from misstep.labels._store import labels_path
 from misstep.metrics import order_checkpoints, problem_stats
 from misstep.prompts import split_steps
+from misstep.review._people import HumanState
+from misstep.review._queue import QueueItem, shuffled, stratified_queue, task_queue
 from misstep.review._texts import TraceTexts
 from misstep.review._writer import (
     CANT_TELL,
     HumanLabelWriter,
+    Reveal,
     ReviewLabel,
     check_annotator,
 )
-from misstep.rollouts import GradedRun, Trace
-from misstep.taxonomy import Taxonomy
+from misstep.rollouts import Trace
 
 __all__ = ["MAX_LIMIT", "BadRequest", "ReviewData", "TraceFilter"]
 
@@ -77,6 +77,12 @@ class TraceFilter:
     max_confidence: float | None = None
     majority_failure: bool | None = None
     """The trace's problem is a majority-vote failure at its checkpoint."""
+    todo: bool = False
+    """Only traces the annotator asking has not labelled yet."""
+    q: str | None = None
+    """Text the trace's input record must hold (case-sensitive)."""
+    sort: str | None = None
+    """A key of ``_SORT_KEYS``, ``-`` before it for descending; None: checkpoint order."""
 
     @classmethod
     def from_query(cls, query: Mapping[str, str]) -> TraceFilter:
@@ -97,6 +103,14 @@ class TraceFilter:
         failure = query.get("majority_failure")
         if failure not in (None, "", "true", "false"):
             raise BadRequest("majority_failure must be true or false")
+        sort = query.get("sort") or None
+        if sort is not None and sort.removeprefix("-") not in _SORT_KEYS:
+            raise BadRequest(
+                "sort must be one of " + ", ".join(_SORT_KEYS) + " (- first: descending)"
+            )
+        q = query.get("q") or None
+        if q is not None and (len(q) > 200 or "\n" in q):
+            raise BadRequest("q must be one line of at most 200 characters")
         return cls(
             checkpoint=query.get("checkpoint") or None,
             dataset=query.get("dataset") or None,
@@ -107,14 +121,20 @@ class TraceFilter:
             min_confidence=number("min_confidence"),
             max_confidence=number("max_confidence"),
             majority_failure=None if failure in (None, "") else failure == "true",
+            todo=query.get("todo") == "1",
+            q=q,
+            sort=sort,
         )
 
     @property
     def uses_judge(self) -> bool:
         """Whether the filter reveals the judge's labels (refused with ``--blind``)."""
-        return any(
-            v is not None
-            for v in (self.error_type, self.status, self.min_confidence, self.max_confidence)
+        return (
+            any(
+                v is not None
+                for v in (self.error_type, self.status, self.min_confidence, self.max_confidence)
+            )
+            or (self.sort or "").removeprefix("-") == "confidence"
         )
 
 
@@ -141,76 +161,87 @@ class _Codes:
         return None if c < 0 else self.names[c]
 
 
-@dataclass
-class _HumanState:
-    """Each person's current label per trace (the last one wins), for the pages."""
-
-    current: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-
-    def add(self, record: Mapping[str, Any]) -> None:
-        key = (str(record.get("annotator")), str(record.get("trace_id")))
-        self.current[key] = {
-            k: record.get(k)
-            for k in ("verdict", "error_type", "first_error_step", "note", "blind", "created_at")
-        }
-
-
-def _read_human_files(directory: Path) -> list[dict[str, Any]]:
-    """Every record of ``RUN_DIR/human/*.jsonl``; a cut last line (never acknowledged) is
-    skipped, as the label store does."""
-    records: list[dict[str, Any]] = []
-    if not directory.is_dir():
-        return records
-    for path in sorted(directory.glob("*.jsonl")):
-        lines = path.read_bytes().split(b"\n")
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                if number == len(lines):
-                    continue
-                raise LabelStoreError(path=path, line=number, reason="not a JSON record") from None
-            if isinstance(record, dict):
-                records.append(record)
-    return records
-
-
 class ReviewData:
     """Everything the review server reads and writes, behind thread-safe methods."""
 
     def __init__(
         self,
-        run: GradedRun,
-        labels: Path,
+        labelled: LabelledRun,
         texts: TraceTexts,
-        taxonomy: Taxonomy,
         *,
-        human: Sequence[HumanLabel] = (),
         judge_id: str | None = None,
         blind: bool = False,
-        labels_from_other_input: bool = False,
         queue_n: int = 200,
         queue_stratify: Sequence[str] = ("checkpoint", "error_type"),
+        task: Path | None = None,
+        adjudicate: bool = False,
+        with_judge: bool = False,
+        hide_names: bool = False,
         seed: int = 0,
         on_stage: Callable[[str], None] | None = None,
     ) -> None:
         stage = on_stage or (lambda _name: None)
+        run = labelled.run
+        if run is None:
+            raise LabelStoreError(path=labelled.labels_path, reason="loaded without its traces")
+        self.labelled = labelled
         self.run = run
-        self.taxonomy = taxonomy
+        self.taxonomy = labelled.taxonomy
         self.blind = blind
+        self.adjudicate_mode = adjudicate
+        self.with_judge = with_judge
+        self.hide_names = hide_names
         self.texts = texts
-        self.labels_file = labels_path(labels)
+        path = Path(labelled.labels_path)
+        self.labels_file = path / "labels.jsonl" if path.is_dir() else path
         self.run_dir = self.labels_file.parent
         self.writer = HumanLabelWriter(self.run_dir)
-        self.extra_human = list(human)
-        self.queue_n = queue_n
-        self.queue_stratify = list(queue_stratify)
         self.seed = seed
         table = run.table
         self.n = len(table)
         stage("indexing the table")
+        self._index_table(table)
+        stage("per-problem vote statistics")
+        self._index_groups(table)
+        stage("reading the judge's labels")
+        self.label_rows = labelled.labels
+        self._index_labels(judge_id)
+        stage("reading people's labels")
+        self.writer.repair()
+        self.human = HumanState.load(self.run_dir)
+        self._lock = threading.Lock()
+        self._summary: dict[str, Any] | None = None
+        self._sorts: dict[str, npt.NDArray[np.int64]] = {}
+        self._searches: dict[str, npt.NDArray[np.bool_]] = {}
+        # The queue and its weights are fixed here, once: a label's weight never depends on
+        # who asked for what first.
+        where = {
+            t: (
+                str(self.problem.name(r)),
+                str(self.checkpoint.name(r)),
+                str(self.dataset.name(r)),
+            )
+            for t, r in ((t, self.row_of[t]) for t in self.label_rows if t in self.row_of)
+        }
+        items = (
+            task_queue(task, self.row_of)
+            if task is not None
+            else stratified_queue(
+                self.label_rows,
+                where,
+                n=queue_n,
+                stratify=queue_stratify,
+                seed=seed,
+                inclusion=labelled.inclusion,
+            )
+        )
+        self.queue_source = f"task file {task.name}" if task is not None else "stratified draw"
+        self.queue: list[QueueItem] = shuffled(items, seed) if blind else items
+        self.weights = {q.trace_id: q.weight for q in self.queue}
+
+    # --- loading ------------------------------------------------------------------------
+
+    def _index_table(self, table: pd.DataFrame) -> None:
         ids = table["trace_id"].astype(str).tolist()
         self.row_of: dict[str, int] = {t: i for i, t in enumerate(ids)}
         self.trace_ids = ids
@@ -227,9 +258,10 @@ class ReviewData:
         self.answer_class = table["answer_class"]
         self.correct = table["correct"].to_numpy(dtype=bool)
         # Rows in the list's order: checkpoints in training order, then the table's order.
-        ck_rank = np.array([rank[c] for c in self.checkpoint.names], dtype=np.int32)
-        self.order = np.argsort(ck_rank[self.checkpoint.codes], kind="stable").astype(np.int64)
-        stage("per-problem vote statistics")
+        self.ck_rank = np.array([rank[c] for c in self.checkpoint.names], dtype=np.int32)
+        self.order = np.argsort(self.ck_rank[self.checkpoint.codes], kind="stable").astype(np.int64)
+
+    def _index_groups(self, table: pd.DataFrame) -> None:
         self.stats = problem_stats(table).reset_index(drop=True)
         key = ["checkpoint", "dataset", "problem_id"]
         group = (
@@ -250,112 +282,48 @@ class ReviewData:
             )
         ):
             self._problem_groups.setdefault((d, p), []).append(i)
-        stage("reading the judge's labels")
-        self._read_labels(judge_id, labels, labels_from_other_input)
-        stage("reading people's labels")
-        self.writer.repair()
-        self.human = _HumanState()
-        for record in _read_human_files(self.run_dir / HUMAN_DIR):
-            self.human.add(record)
-        self._lock = threading.Lock()
-        self._summary: dict[str, Any] | None = None
-        self._queue: list[dict[str, Any]] | None = None
 
-    # --- loading ------------------------------------------------------------------------
-
-    def _read_labels(self, judge_id: str | None, labels: Path, other_input: bool) -> None:
-        """One pass over labels.jsonl: per table row the current record's status, type,
-        confidence and byte offset (the last record of a trace wins)."""
-        path = self.labels_file
-        if not path.exists():
-            raise LabelStoreError(path=path, reason="no such file", hint="run `misstep label`")
+    def _index_labels(self, judge_id: str | None) -> None:
+        """Per table row the judge label's status and type (from the ``LabelledRun``), and
+        the confidence and byte offset of its current record in labels.jsonl (one pass; the
+        record's text is read when a trace opens, so memory never grows with it)."""
         statuses = [s.value for s in LabelStatus]
-        self.status = _Codes(np.full(self.n, -1, dtype=np.int32), [*statuses, _UNLABELLED])
-        types = list(self.taxonomy.keys)
-        self.etype = _Codes(np.full(self.n, -1, dtype=np.int32), types)
+        self.status = _Codes(np.full(self.n, len(statuses), dtype=np.int32), [*statuses])
+        self.status.names.append(_UNLABELLED)
+        self.etype = _Codes(np.full(self.n, -1, dtype=np.int32), list(self.taxonomy.keys))
+        for trace_id, label in self.label_rows.items():
+            row = self.row_of.get(trace_id)
+            if row is None:
+                continue
+            self.status.codes[row] = statuses.index(str(label.status))
+            if label.error_type is not None:
+                self.etype.codes[row] = self.etype.code(str(label.error_type))
         self.confidence = np.full(self.n, np.nan, dtype=np.float32)
         self.label_offset = np.full(self.n, -1, dtype=np.int64)
-        self.label_rows: dict[str, LabelRow] = {}
         judges: set[str] = set()
         offset = 0
-        with open(path, "rb") as fh:
-            lines = iter(fh)
-            number = 0
-            for raw in lines:
-                number += 1
+        with open(self.labels_file, "rb") as fh:
+            for raw in fh:
                 here, offset = offset, offset + len(raw)
-                if not raw.strip():
-                    continue
                 try:
                     record = orjson.loads(raw)
                 except orjson.JSONDecodeError:
-                    if not raw.endswith(b"\n"):
-                        continue  # a cut last line (a killed `misstep label`)
-                    raise LabelStoreError(
-                        path=path, line=number, reason="not a JSON label record"
-                    ) from None
+                    continue  # blank or a cut last line: the label reader has judged the file
                 judge = str(record.get("judge"))
-                judges.add(judge)
                 if judge_id is not None and judge != judge_id:
                     continue
-                trace_id, status = record.get("trace_id"), record.get("status")
-                if not isinstance(trace_id, str) or status not in statuses:
-                    raise LabelStoreError(
-                        path=path, line=number, reason="record without a trace_id or valid status"
-                    )
-                error_type = record.get("error_type")
-                self.label_rows[trace_id] = LabelRow(
-                    status, None if error_type is None else str(error_type)
-                )
-                row = self.row_of.get(trace_id)
+                judges.add(judge)
+                row = self.row_of.get(str(record.get("trace_id")))
                 if row is None:
                     continue
-                self.status.codes[row] = statuses.index(status)
-                if error_type is not None:
-                    if str(error_type) not in self.etype.names:
-                        self.etype.names.append(str(error_type))
-                    self.etype.codes[row] = self.etype.names.index(str(error_type))
-                else:
-                    self.etype.codes[row] = -1
                 conf = record.get("confidence")
                 self.confidence[row] = float(conf) if isinstance(conf, int | float) else np.nan
                 self.label_offset[row] = here
-        if judge_id is None and len(judges) > 1:
-            raise LabelStoreError(
-                path=path,
-                reason=f"it holds labels of {len(judges)} judge configurations "
-                f"({', '.join(sorted(judges))})",
-                hint="choose one with --judge-id ID",
-            )
-        if judge_id is not None and judge_id not in judges:
-            raise LabelStoreError(path=path, reason=f"it holds no label of judge {judge_id!r}")
-        self.judge_id = judge_id or (next(iter(judges)) if judges else None)
-        self.status.codes[self.status.codes < 0] = len(statuses)  # unlabelled
-        check_labels_input(
-            labels,
-            self.label_rows,
-            input_path=self.run.input_path,
-            input_sha256=self.run.input_sha256,
-            trace_ids=set(self.row_of),
-            allow_other_input=other_input,
-        )
-        manifest = read_manifest(self.run_dir)
-        if (
-            manifest is not None
-            and manifest.taxonomy_hash
-            and manifest.taxonomy_hash != self.taxonomy.hash
-        ):
-            raise OptionError(
-                option="--taxonomy",
-                value=self.taxonomy.id,
-                allowed=f"the taxonomy the run was labelled with ({manifest.taxonomy_id} "
-                f"{manifest.taxonomy_version}, hash {manifest.taxonomy_hash[:12]})",
-                hint="pass that taxonomy's file with --taxonomy",
-            )
+        self.judge_id = judge_id or (next(iter(judges)) if len(judges) == 1 else None)
 
     # --- the list -------------------------------------------------------------------------
 
-    def _mask(self, f: TraceFilter) -> npt.NDArray[np.bool_]:
+    def _mask(self, f: TraceFilter, annotator: str | None) -> npt.NDArray[np.bool_]:
         mask = np.ones(self.n, dtype=bool)
         for codes, value in (
             (self.checkpoint, f.checkpoint),
@@ -377,18 +345,87 @@ class ReviewData:
             mask &= self.confidence <= f.max_confidence
         if f.majority_failure is not None:
             mask &= self.majority_failure == f.majority_failure
+        if f.todo:
+            if annotator is None:
+                raise BadRequest("todo needs an annotator: whose labels?")
+            done = [self.row_of[t] for t in self.human.done.get(annotator, ()) if t in self.row_of]
+            mask[np.array(done, dtype=np.int64)] = False
+        if f.q:
+            mask &= self._search(f.q)
         return mask
+
+    def _search(self, text: str) -> npt.NDArray[np.bool_]:
+        """Rows whose input record holds ``text`` as written (case-sensitive, in the JSON
+        text of the record: problem, response, answers, ids), by one scan of the text file
+        (about a second per GB; the last few searches are kept)."""
+        with self._lock:
+            found = self._searches.get(text)
+        if found is not None:
+            return found
+        needle = orjson.dumps(text)[1:-1]
+        offsets = self.texts.offsets
+        order = np.argsort(offsets, kind="stable")
+        starts = offsets[order]
+        hits = np.zeros(self.n, dtype=bool)
+        with (
+            open(self.texts.path, "rb") as fh,
+            mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm,
+        ):
+            pos = mm.find(needle)
+            while pos >= 0:
+                i = int(np.searchsorted(starts, pos, side="right")) - 1
+                if i >= 0 and starts[i] >= 0:
+                    hits[order[i]] = True
+                line_end = mm.find(b"\n", pos)
+                if line_end < 0:
+                    break
+                pos = mm.find(needle, line_end)
+        with self._lock:
+            if len(self._searches) >= 8:
+                self._searches.pop(next(iter(self._searches)))
+            self._searches[text] = hits
+        return hits
+
+    def _sorted(self, key: str) -> npt.NDArray[np.int64]:
+        """Every row in the order of ``key`` (then the default order); computed once."""
+        with self._lock:
+            found = self._sorts.get(key)
+        if found is not None:
+            return found
+        name = key.removeprefix("-")
+        column: npt.NDArray[Any]
+        if name == "sample_idx":
+            column = self.sample_idx
+        elif name == "confidence":
+            column = np.nan_to_num(self.confidence.astype(np.float64), nan=np.inf)
+        else:
+            codes = getattr(self, _SORTS[name])
+            names = np.array([*codes.names, ""], dtype=object)
+            rank = np.argsort(np.argsort(names, kind="stable"), kind="stable")
+            column = rank[codes.codes]  # missing (-1) takes the last name's rank: ""
+        column = column[self.order]
+        order = self.order[np.argsort(-column if key.startswith("-") else column, kind="stable")]
+        with self._lock:
+            self._sorts[key] = order
+        return order
+
+    def is_quick(self, f: TraceFilter) -> bool:
+        """Whether listing with ``f`` takes only masks over the columns (no text search, no
+        sort computed for the first time)."""
+        with self._lock:
+            return f.q in (None, *self._searches) and f.sort in (None, *self._sorts)
 
     def list_traces(
         self, f: TraceFilter, *, offset: int, limit: int, annotator: str | None = None
     ) -> dict[str, Any]:
         """``{"total": N, "offset", "limit", "items": [...]}`` of the filtered list."""
         if self.blind and f.uses_judge:
-            raise BadRequest("judge filters are hidden in --blind mode")
+            raise BadRequest("judge filters and sorting are hidden in --blind mode")
         if offset < 0 or not 1 <= limit <= MAX_LIMIT:
             raise BadRequest(f"offset must be >= 0 and limit between 1 and {MAX_LIMIT}")
-        mask = self._mask(f)[self.order]
-        hits = self.order[mask]
+        order = self._sorted(f.sort) if f.sort else self.order
+        mask = self._mask(f, annotator)[order]
+        hits = order[mask]
         page = hits[offset : offset + limit]
         return {
             "total": int(hits.size),
@@ -397,10 +434,16 @@ class ReviewData:
             "items": [self._item(int(r), annotator) for r in page],
         }
 
+    def _shows_judge(self, annotator: str | None, trace_id: str) -> bool:
+        """Whether the judge's label of the trace may be served to ``annotator``: always
+        without --blind, else only after a recorded reveal."""
+        return not self.blind or (str(annotator), trace_id) in self.human.revealed
+
     def _item(self, row: int, annotator: str | None) -> dict[str, Any]:
         sample = self.sample_idx[row]
+        trace_id = self.trace_ids[row]
         item: dict[str, Any] = {
-            "trace_id": self.trace_ids[row],
+            "trace_id": trace_id,
             "checkpoint": self.checkpoint.name(row),
             "dataset": self.dataset.name(row),
             "problem_id": self.problem.name(row),
@@ -410,16 +453,19 @@ class ReviewData:
             "correct": bool(self.correct[row]),
             "majority_failure": bool(self.majority_failure[row]),
         }
-        if not self.blind:
-            conf = float(self.confidence[row])
-            item["judge"] = {
-                "status": self.status.name(row),
-                "error_type": self.etype.name(row),
-                "confidence": None if math.isnan(conf) else round(conf, 4),
-            }
+        if self._shows_judge(annotator, trace_id):
+            item["judge"] = self._judge_column(row)
         if annotator is not None:
-            item["human"] = self.human.current.get((annotator, self.trace_ids[row]))
+            item["human"] = self.human.current.get((annotator, trace_id))
         return item
+
+    def _judge_column(self, row: int) -> dict[str, Any]:
+        conf = float(self.confidence[row])
+        return {
+            "status": self.status.name(row),
+            "error_type": self.etype.name(row),
+            "confidence": None if math.isnan(conf) else round(conf, 4),
+        }
 
     # --- one trace ------------------------------------------------------------------------
 
@@ -459,17 +505,11 @@ class ReviewData:
     def _class(self, row: int) -> str | None:
         return _text(self.answer_class.iat[row])
 
-    def detail(self, trace_id: str, annotator: str | None = None) -> dict[str, Any]:
-        """The trace with its steps, the judge's label (unless hidden), and its problem's
-        answers at this checkpoint and the other checkpoints' majority answers."""
-        row = self.row(trace_id)
-        trace = self.trace(row)
-        steps = split_steps(trace)
+    def _group_view(self, row: int) -> dict[str, Any]:
+        """The trace's problem at its checkpoint: answers, majority, the other checkpoints'
+        majority answers, the sibling samples."""
         g = int(self.group[row])
         rows = self._group_rows[self._group_starts[g] : self._group_starts[g + 1]]
-        mine = self.human.current.get((annotator, trace_id)) if annotator else None
-        hidden = self.blind and mine is None
-        label = None if hidden else self.judge_label(row)
         stat = self.stats.iloc[g]
         counts: Counter[object] = Counter()
         correct_of: dict[object, bool] = {}
@@ -479,10 +519,6 @@ class ReviewData:
                 continue
             counts[cls] += 1
             correct_of[cls] = bool(self.correct[int(r)])
-        distribution = [
-            {"answer": self._answer_text(rows, cls), "count": n, "correct": correct_of[cls]}
-            for cls, n in counts.most_common()
-        ]
         others: list[dict[str, Any]] = []
         for o in self._problem_groups[(str(stat["dataset"]), str(stat["problem_id"]))]:
             other = self.stats.iloc[o]
@@ -499,35 +535,51 @@ class ReviewData:
             )
         rank = {c: i for i, c in enumerate(self.checkpoints)}
         others.sort(key=lambda o: rank.get(o["checkpoint"], 0))
-        siblings = [
-            {
-                "trace_id": self.trace_ids[int(r)],
-                "sample_idx": None
-                if math.isnan(self.sample_idx[int(r)])
-                else int(self.sample_idx[int(r)]),
-                "outcome": self.outcome.name(int(r)),
-            }
-            for r in rows[:_MAX_SIBLINGS]
-        ]
+        return {
+            "majority_answer": self._answer_text(rows, stat["majority_class"]),
+            "majority_correct": bool(stat["majority_correct"]),
+            "majority_tied": bool(stat["majority_tied"]),
+            "answer_distribution": [
+                {"answer": self._answer_text(rows, cls), "count": n, "correct": correct_of[cls]}
+                for cls, n in counts.most_common()
+            ],
+            "other_checkpoints": others,
+            "siblings": [
+                {
+                    "trace_id": self.trace_ids[int(r)],
+                    "sample_idx": None
+                    if math.isnan(self.sample_idx[int(r)])
+                    else int(self.sample_idx[int(r)]),
+                    "outcome": self.outcome.name(int(r)),
+                }
+                for r in rows[:_MAX_SIBLINGS]
+            ],
+        }
+
+    def detail(self, trace_id: str, annotator: str | None = None) -> dict[str, Any]:
+        """The trace with its steps, the judge's label (in blind mode only after a recorded
+        reveal to this annotator), and its problem's answers at this checkpoint and the other
+        checkpoints' majority answers."""
+        row = self.row(trace_id)
+        trace = self.trace(row)
+        steps = split_steps(trace)
+        mine = self.human.current.get((annotator, trace_id)) if annotator else None
+        hidden = not self._shows_judge(annotator, trace_id)
+        label = None if hidden else self.judge_label(row)
         out: dict[str, Any] = {
             "item": self._item(row, annotator),
             "problem": trace.problem,
             "gold_answer": trace.gold_answer,
             "steps": steps,
             "finish_reason": trace.finish_reason,
-            "majority_answer": self._answer_text(rows, stat["majority_class"]),
-            "majority_correct": bool(stat["majority_correct"]),
-            "majority_tied": bool(stat["majority_tied"]),
-            "answer_distribution": distribution,
-            "other_checkpoints": others,
-            "siblings": siblings,
+            **self._group_view(row),
             "judge_hidden": hidden,
+            "can_reveal": hidden and mine is not None,
             "judge_label": None,
             "human": mine,
             "blind": self.blind,
+            "in_queue": trace_id in self.weights,
         }
-        if hidden:
-            out["item"].pop("judge", None)
         if label is not None:
             out["judge_label"] = {
                 "judge": label.judge,
@@ -544,8 +596,8 @@ class ReviewData:
 
     # --- people's labels ------------------------------------------------------------------
 
-    def add_label(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
-        """Validate and store one label (BadRequest, nothing written, when it is wrong)."""
+    def _checked(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
+        """A label request's fields, validated (BadRequest, nothing written, when wrong)."""
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
         allowed = {"trace_id", "error_type", "first_error_step", "annotator", "note"}
@@ -557,7 +609,7 @@ class ReviewData:
             raise BadRequest("unknown trace_id")
         annotator = body.get("annotator") or default_annotator
         if annotator is None:
-            raise BadRequest("no annotator: give one (or start the server with --annotator)")
+            raise BadRequest("no annotator: give your name first (or start with --annotator)")
         try:
             check_annotator(annotator)
         except OptionError as exc:
@@ -573,29 +625,27 @@ class ReviewData:
         note = body.get("note")
         if note is not None and (not isinstance(note, str) or len(note) > _MAX_NOTE):
             raise BadRequest(f"note must be text of at most {_MAX_NOTE} characters")
-        row = self.row_of[trace_id]
         if step is not None:
             if choice in (NO_ERROR_CHOICE, CANT_TELL):
                 raise BadRequest(f"first_error_step must be null with {choice!r}")
-            n_steps = len(split_steps(self.trace(row)))
+            n_steps = len(split_steps(self.trace(self.row_of[trace_id])))
             if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < n_steps:
                 raise BadRequest(
                     f"first_error_step must be a step index from 0 to {n_steps - 1}, or null"
                 )
         verdict = "error" if choice in keys else choice
-        queue = {q["trace_id"]: q for q in (self._queue or [])}
-        label = ReviewLabel(
-            trace_id=trace_id,
-            annotator=annotator,
-            error_type=choice if verdict == "error" else None,
-            first_error_step=step,
-            has_error={"error": True, NO_ERROR_CHOICE: False}.get(verdict),
-            verdict=verdict,
-            note=note or None,
-            blind=self.blind,
-            judge=self.judge_id,
-            weight=float(queue[trace_id]["weight"]) if trace_id in queue else 1.0,
-        )
+        return {
+            "trace_id": trace_id,
+            "annotator": annotator,
+            "error_type": choice if verdict == "error" else None,
+            "first_error_step": step,
+            "has_error": {"error": True, NO_ERROR_CHOICE: False}.get(verdict),
+            "verdict": verdict,
+            "note": note or None,
+            "judge": self.judge_id,
+        }
+
+    def _store(self, label: ReviewLabel) -> dict[str, Any]:
         self.writer.append(label)
         record = label.model_dump(mode="json")
         with self._lock:
@@ -603,15 +653,99 @@ class ReviewData:
             self._summary = None  # the corrected distributions change
         return record
 
+    def add_label(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
+        """Validate and store one label; its weight is the trace's in the queue's sample (1
+        outside it), ``blind`` whether the judge was never revealed to this annotator here."""
+        fields = self._checked(body, default_annotator)
+        key = (fields["annotator"], fields["trace_id"])
+        label = ReviewLabel(
+            **fields,
+            blind=self.blind and key not in self.human.revealed,
+            weight=self.weights.get(fields["trace_id"], 1.0),
+        )
+        return self._store(label)
+
+    def reveal(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
+        """Show the judge's label of a trace to an annotator who has labelled it (blind
+        mode), recording the reveal first; answers the trace's detail."""
+        if not isinstance(body, dict) or not isinstance(body.get("trace_id"), str):
+            raise BadRequest("the body must be {trace_id, annotator}")
+        trace_id = body["trace_id"]
+        annotator = body.get("annotator") or default_annotator
+        if trace_id not in self.row_of:
+            raise BadRequest("unknown trace_id")
+        if not isinstance(annotator, str) or (annotator, trace_id) not in self.human.current:
+            raise BadRequest("label the trace first: the judge is shown only after your answer")
+        if self.blind and (annotator, trace_id) not in self.human.revealed:
+            self.writer.append(Reveal(trace_id=trace_id, annotator=annotator, judge=self.judge_id))
+            with self._lock:
+                self.human.revealed.add((annotator, trace_id))
+        return self.detail(trace_id, annotator)
+
+    def adjudicate(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
+        """Store an adjudicator's decision on a trace people disagree on (role
+        ``adjudicator``, with the weight of the trace's sample, or the mean of its labels')."""
+        if not self.adjudicate_mode:
+            raise BadRequest("start the server with --adjudicate to adjudicate")
+        fields = self._checked(body, default_annotator)
+        labels = self.human.by_trace.get(fields["trace_id"], {})
+        if len(labels) < 1:
+            raise BadRequest("nobody has labelled this trace: nothing to adjudicate")
+        weight = self.weights.get(fields["trace_id"])
+        if weight is None:
+            own = [self._label_weight(a, fields["trace_id"]) for a in labels]
+            weight = sum(own) / len(own)
+        label = ReviewLabel(**fields, role=ADJUDICATOR, blind=False, weight=weight)
+        return self._store(label)
+
+    def _label_weight(self, annotator: str, trace_id: str) -> float:
+        for label in self.human_labels():
+            if label.annotator == annotator and label.trace_id == trace_id:
+                return label.weight
+        return 1.0
+
+    def disagreements(self) -> dict[str, Any]:
+        """The traces people disagree on (and with ``--with-judge`` those where a person and
+        the judge disagree): each person's answer, step and note side by side (names as
+        "person 1", ... with ``--hide-names``), the judge's when asked, the decision so far."""
+        if not self.adjudicate_mode:
+            raise BadRequest("start the server with --adjudicate to list disagreements")
+        judge = {
+            t: (r.error_type or NO_ERROR_CHOICE)
+            for t, r in self.label_rows.items()
+            if r.status == LabelStatus.OK
+        }
+        items = []
+        for trace_id, labels in self.human.disagreements(judge, with_judge=self.with_judge):
+            row = self.row_of.get(trace_id)
+            if row is None:
+                continue
+            people = [
+                {
+                    "annotator": f"person {i}" if self.hide_names else r["annotator"],
+                    **{k: r.get(k) for k in ("verdict", "error_type", "first_error_step", "note")},
+                }
+                for i, r in enumerate(labels, start=1)
+            ]
+            item = {
+                **self._item(row, None),
+                "labels": people,
+                "adjudicated": self.human.adjudicated.get(trace_id),
+            }
+            item.pop("judge", None)
+            if self.with_judge:  # asked for by the adjudicator, blind or not
+                item["judge"] = self._judge_column(row)
+            items.append(item)
+        done = sum(1 for i in items if i["adjudicated"] is not None)
+        return {"total": len(items), "done": done, "items": items}
+
     def human_labels(self) -> list[HumanLabel]:
         """People's labels of this run (``RUN_DIR/human``) and of ``--human`` files, in the
         order written (a later label of the same trace by the same person wins)."""
-        labels = list(self.extra_human)
-        directory = self.run_dir / HUMAN_DIR
-        if directory.is_dir():
-            for path in sorted(directory.glob("*.jsonl")):
-                labels.extend(read_human_labels(path, keys=self.taxonomy.keys))
-        return labels
+        files = list(self.labelled.human_files)
+        seen = {p.resolve() for p in files}
+        files += [p for p in human_label_files(self.run_dir) if p.resolve() not in seen]
+        return [h for p in files for h in read_human_labels(p, keys=self.taxonomy.keys)]
 
     # --- the summary and the queue ----------------------------------------------------------
 
@@ -622,11 +756,17 @@ class ReviewData:
             "n_labels": len(self.label_rows),
             "n_human": len(self.human.current),
             "blind": self.blind,
+            "adjudicate": self.adjudicate_mode,
+            "with_judge": self.with_judge,
+            "hide_names": self.hide_names,
             "judge": self.judge_id,
+            "queue_source": self.queue_source,
+            "queue_total": len(self.queue),
             "checkpoints": self.checkpoints,
             "datasets": sorted(self.dataset.names),
             "outcomes": sorted(self.outcome.names),
             "statuses": self.status.names,
+            "sorts": [k for k in _SORT_KEYS if not (self.blind and k == "confidence")],
             "taxonomy": [
                 {"key": c.key, "name": c.name or c.key, "definition": c.definition}
                 for c in self.taxonomy.categories
@@ -648,6 +788,7 @@ class ReviewData:
             self.label_rows,
             list(self.taxonomy.keys),
             human=human or None,
+            n_boot=self.labelled.n_boot,
             seed=self.seed,
             pool_datasets=True,
             # While people label, one confusion over all their labels corrects from the first
@@ -665,44 +806,35 @@ class ReviewData:
             self._summary = out
         return out
 
-    def queue_items(self, annotator: str | None) -> list[dict[str, Any]]:
-        """The queue's traces as list items, with their stratum and weight."""
-        return [{**self._item(self.row_of[q["trace_id"]], annotator), **q} for q in self.queue()]
+    def queue_page(self, annotator: str | None, *, todo: bool = False) -> dict[str, Any]:
+        """The queue as list items with the annotator's progress: ``total``, ``done`` (of
+        them labelled by ``annotator``) and the items (with ``todo`` only those not yet
+        labelled by them). Strata and weights are left out in blind mode: a stratum names the
+        judge's type, and its weight tells its size."""
+        done_by = self.human.done.get(annotator or "", set())
+        items = []
+        for q in self.queue:
+            if todo and q.trace_id in done_by:
+                continue
+            item = self._item(self.row_of[q.trace_id], annotator)
+            if not self.blind:
+                item.update(stratum=q.stratum, weight=q.weight)
+            items.append(item)
+        done = sum(1 for q in self.queue if q.trace_id in done_by)
+        return {"total": len(self.queue), "done": done, "items": items}
 
-    def queue(self) -> list[dict[str, Any]]:
-        """The stratified sample ``misstep sample`` draws with the same n, strata and seed."""
-        with self._lock:
-            if self._queue is not None:
-                return self._queue
-        stored = {
-            t: StoredLabel(
-                trace_id=t, judge=self.judge_id or "", status=r.status, error_type=r.error_type
-            )
-            for t, r in self.label_rows.items()
-            if r.status == LabelStatus.OK and t in self.row_of
-        }
-        # Only trace_id, checkpoint and dataset choose the sample; the text is not needed.
-        traces = [
-            Trace(
-                trace_id=t,
-                problem_id=str(self.problem.name(self.row_of[t])),
-                response=" ",
-                checkpoint=str(self.checkpoint.name(self.row_of[t])),
-                dataset=str(self.dataset.name(self.row_of[t])),
-            )
-            for t in stored
-        ]
-        rows = (
-            stratified_sample(
-                traces, stored, n=self.queue_n, stratify=self.queue_stratify, seed=self.seed
-            )
-            if stored
-            else []
-        )
-        queue = [{"trace_id": r.trace_id, "stratum": r.stratum, "weight": r.weight} for r in rows]
-        with self._lock:
-            self._queue = queue
-        return queue
+    def queue_ids(self) -> list[str]:
+        """The queue's trace ids, in its order."""
+        return [q.trace_id for q in self.queue]
+
+
+_SORTS = {
+    "checkpoint": "checkpoint",
+    "dataset": "dataset",
+    "problem_id": "problem",
+    "outcome": "outcome",
+}
+_SORT_KEYS = ("checkpoint", "dataset", "problem_id", "outcome", "sample_idx", "confidence")
 
 
 def _missing(value: object) -> bool:

@@ -1,100 +1,471 @@
-"""The review app's HTTP server: the standard library's ``ThreadingHTTPServer``, a fixed set of
-routes, and the security every request goes through.
+"""The review app's HTTP server: a Starlette app served by uvicorn, and the security every
+request goes through.
 
-- Every request needs the access token: ``?token=`` once (it is then moved into an HttpOnly,
-  SameSite=Strict cookie and the URL is cleaned), the cookie, or ``Authorization: Bearer``.
-- Writes (POST) need JSON, the header ``X-Misstep-Review: 1`` (a cross-site form cannot send
-  it, and a cross-site fetch that tries is stopped by the CORS preflight this server never
-  allows) and, when the browser sends one, an ``Origin`` equal to the server's own.
+Why Starlette and uvicorn (not aiohttp): the routing, header encoding, HTTP parsing
+(``h11``: a malformed ``Content-Length`` is a 400 before any of our code runs) and the
+threadpool for the synchronous, numpy-bound data layer come from two small, well-kept
+libraries that FastAPI (Argilla, Docent) is built on, with a test client and ASGI
+middleware for free; aiohttp would bring its own HTTP stack and an async-only handler
+style for a data layer that is synchronous anyway.
+
+- The access token is never a cookie: the printed URL carries it in the fragment
+  (``/#token=...``, which browsers never send), the page keeps it in the tab's
+  ``sessionStorage`` and sends ``Authorization: Bearer TOKEN`` with every API call. Pages and
+  static files are public (they are the package's own files); every ``/api/`` route needs the
+  token. A cookie of another local app is never read, so it can lock nobody out.
+- Writes (POST) need JSON and, when the browser sends one, an ``Origin`` equal to the
+  request's own ``Host`` (``http://`` + Host): right behind ``--host 0.0.0.0`` as on
+  127.0.0.1. A cross-site page cannot send the ``Authorization`` header without a CORS
+  preflight, which this server never allows.
 - On a loopback address the ``Host`` header must name the server (no DNS rebinding).
+- There is no redirect, so no request text is ever copied into a response header.
+- A request must arrive whole (headers and body) within ``request_timeout`` seconds of the
+  connection opening or of the previous answer, else the connection is dropped: one asyncio
+  task per connection, no thread, so 150 stalled uploads delay nobody.
 - Pages are static files bundled in the package; data reaches them only as JSON that the
-  script puts into the page as text (``textContent``), under a strict Content-Security-Policy
-  (scripts and styles from this server only, nothing inline, no network elsewhere).
+  script puts into the page as text (``textContent``) or through KaTeX (bundled), under a
+  strict Content-Security-Policy (scripts, styles and fonts from this server only, nothing
+  inline, no network elsewhere).
 - No part of a request names a file: static files come from a fixed table read at start-up,
   people's labels go to ``RUN_DIR/human/<validated annotator>.jsonl``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import hmac
 import json
+import logging
 import secrets
 import socket
-import sys
-import traceback
-from http import HTTPStatus
-from http.cookies import SimpleCookie
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import threading
+from collections.abc import Awaitable, Callable
 from importlib import resources
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
-from misstep.errors import MisstepError
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.convertors import PathConvertor, register_url_convertor
+from starlette.datastructures import MutableHeaders
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from misstep.errors import MisstepError, OptionError
 from misstep.review._data import BadRequest, ReviewData, TraceFilter
 
-__all__ = ["COOKIE", "CSP", "WRITE_HEADER", "ReviewServer", "make_server"]
+__all__ = ["CSP", "REQUEST_TIMEOUT", "ReviewServer", "make_server"]
 
-COOKIE = "misstep_review"
-WRITE_HEADER = "X-Misstep-Review"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    "font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
 )
-_STATIC = {
-    "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
-    "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+REQUEST_TIMEOUT = 30.0
+"""Seconds a request may take to arrive whole (headers and body) before its connection is
+dropped."""
+_KINDS = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".woff2": "font/woff2",
 }
-_PAGES = {"index": "index.html", "trace": "trace.html"}
+_PAGES = {"index": "index.html", "trace": "trace.html", "adjudicate": "adjudicate.html"}
 _MAX_BODY = 64 * 1024
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+_log = logging.getLogger("misstep.review")
 
 
 def _asset(name: str) -> bytes:
     return (resources.files("misstep.review") / "static" / name).read_bytes()
 
 
-class ReviewServer(ThreadingHTTPServer):
-    """The server and what its handlers share."""
+def _static_table() -> dict[str, tuple[bytes, str]]:
+    """``/static/...`` -> (bytes, content type) of every bundled script, style sheet and font
+    (app.js, style.css, KaTeX's build and fonts), read once at start-up: no request path
+    ever reaches the file system."""
+    root = resources.files("misstep.review") / "static"
+    table: dict[str, tuple[bytes, str]] = {}
+    folders = [("", root)]
+    while folders:
+        prefix, folder = folders.pop()
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                folders.append((f"{prefix}{entry.name}/", entry))
+            elif (kind := _KINDS.get(Path(entry.name).suffix)) is not None:
+                table[f"/static/{prefix}{entry.name}"] = (entry.read_bytes(), kind)
+    return table
 
-    daemon_threads = True
-    # Two annotators and a browser's parallel requests: a deeper backlog than the default 5.
-    request_queue_size = 64
+
+class _AnyText(PathConvertor):
+    """A path parameter of any characters, line breaks included (a trace id is untrusted
+    text; Starlette's ``path`` stops at a line break)."""
+
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("anytext", _AnyText())
+
+
+class _SecurityHeaders:
+    """ASGI middleware: the security headers on every answer, Starlette's own (a 405, a 404
+    for a path no route knows) included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in _HEADERS.items():
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, sending)
+
+
+class _Error(Exception):
+    """An answer other than 200, with a message for the person."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request: it must arrive whole (headers
+    and body) within ``REQUEST_TIMEOUT`` of the connection or of the previous answer, else the
+    connection is closed. (uvicorn's own keep-alive timeout only covers the idle time after an
+    answer; a client that sends half a request would hold its connection forever.)"""
+
+    request_timeout = REQUEST_TIMEOUT
+    _deadline: asyncio.TimerHandle | None = None
+
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(self.request_timeout, self._expire)
+
+    def _expire(self) -> None:
+        cycle = self.cycle
+        # Still waiting for a request's headers or body: drop. A request being answered is
+        # left alone (the data layer may take seconds for the distributions).
+        waiting = cycle is None or cycle.more_body or cycle.response_complete
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        super().connection_lost(exc)
+
+
+class ReviewServer:
+    """The Starlette app, the uvicorn server that serves it, and what the routes share."""
 
     def __init__(
         self,
-        address: tuple[str, int],
         data: ReviewData,
         *,
+        host: str,
+        port: int,
         token: str,
         annotator: str | None,
+        request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6  # an IPv6 --host such as ::1
-        super().__init__(address, _Handler)
         self.data = data
         self.token = token
         self.annotator = annotator
-        self.assets = {path: (_asset(name), kind) for path, (name, kind) in _STATIC.items()}
+        self.assets = _static_table()
         self.pages = {key: _asset(name) for key, name in _PAGES.items()}
-        host, port = self.server_address[:2]
-        self.host = str(host)
-        self.port = int(port)
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        self.origin = f"http://{shown}:{self.port}"
-        self.loopback = self.host in _LOOPBACK or self.host.startswith("127.")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say so, and without
+        # it a keep-alive request waits for the delayed ACK of the answer's headers (40 ms).
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError as exc:
+            self.socket.close()
+            raise OptionError(
+                option="--host/--port",
+                value=f"{host}:{port}",
+                allowed="an address of this machine and a free port (0: any)",
+                hint=f"cannot bind: {exc.strerror or exc}",
+            ) from None
+        # Listening now: a client that reads the printed URL may connect before uvicorn has
+        # started; its connection waits in the backlog instead of being refused.
+        self.socket.listen(2048)
+        self.host = host
+        self.port = int(self.socket.getsockname()[1])
+        self.wildcard = host in ("0.0.0.0", "::", "")
+        self.loopback = host in _LOOPBACK or host.startswith("127.")
+        shown = f"[{host}]" if ":" in host else host
         self.allowed_hosts = {f"{shown}:{self.port}"}
         if self.loopback:
             self.allowed_hosts |= {f"{h}:{self.port}" for h in _LOOPBACK}
+        protocol = type("_TimedProtocol", (_Protocol,), {"request_timeout": request_timeout})
+        self.app = Starlette(routes=self._routes(), middleware=[Middleware(_SecurityHeaders)])
+        self.config = uvicorn.Config(
+            self.app,
+            http=protocol,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=2,
+        )
+        self.server = uvicorn.Server(self.config)
+        self._thread: threading.Thread | None = None
 
-    def server_close(self) -> None:
-        super().server_close()
-        self.data.texts.close()
+    # --- addresses ----------------------------------------------------------------------
+
+    @property
+    def origin(self) -> str:
+        """``http://host:port`` to open (127.0.0.1 for a wildcard bind)."""
+        return self.origin_for(None)
+
+    def origin_for(self, name: str | None) -> str:
+        """``http://host:port`` of this server (a wildcard bind: 127.0.0.1, or ``name``)."""
+        host = name or ("127.0.0.1" if self.host == "0.0.0.0" else self.host)
+        if host in ("::", ""):
+            host = "::1"
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}"
 
     @property
     def url(self) -> str:
-        """The address to open, token included."""
-        return f"{self.origin}/?token={self.token}"
+        """The address to open, token in the fragment (never sent to any server)."""
+        return f"{self.origin}/#token={self.token}"
+
+    def urls(self) -> list[str]:
+        """Every address that reaches this server: the url, and with a wildcard bind the
+        machine's name for other machines."""
+        out = [self.url]
+        if self.wildcard:
+            out.append(f"{self.origin_for(socket.gethostname())}/#token={self.token}")
+        return out
+
+    # --- running --------------------------------------------------------------------------
+
+    def serve_forever(self) -> None:
+        """Serve until ``shutdown`` (or Ctrl-C in the main thread)."""
+        self.server.run(sockets=[self.socket])
+
+    def start(self) -> None:
+        """Serve from a daemon thread (tests, benchmarks); returns once it answers."""
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        for _ in range(500):
+            if self.server.started:
+                return
+            threading.Event().wait(0.01)
+
+    def shutdown(self) -> None:
+        """Stop serving (from another thread)."""
+        self.server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def server_close(self) -> None:
+        """Release the socket and the text file."""
+        self.socket.close()
+        self.data.texts.close()
+
+    # --- checks ---------------------------------------------------------------------------
+
+    def _host_ok(self, request: Request) -> bool:
+        return not self.loopback or request.headers.get("host", "") in self.allowed_hosts
+
+    def _token_ok(self, request: Request) -> bool:
+        auth = request.headers.get("authorization", "")
+        given = auth[7:] if auth.startswith("Bearer ") else ""
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def _annotator(self, request: Request) -> str | None:
+        return request.query_params.get("annotator") or self.annotator
+
+    async def _body(self, request: Request) -> Any:
+        """The JSON body, read with a size limit; a bad one is a 4xx."""
+        origin = request.headers.get("origin")
+        host = request.headers.get("host", "")
+        if origin is not None and origin != f"http://{host}":
+            raise _Error(403, f"the Origin {origin!r} is not this server's (http://{host})")
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            raise _Error(415, "writes need Content-Type: application/json")
+        raw = bytearray()
+        try:
+            async for chunk in request.stream():
+                raw += chunk
+                if len(raw) > _MAX_BODY:
+                    raise _Error(413, f"body too large (at most {_MAX_BODY} bytes)")
+        except ClientDisconnect:
+            raise _Error(400, "the client went away") from None
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise _Error(400, "the body is not JSON") from None
+
+    # --- routes ---------------------------------------------------------------------------
+
+    def _routes(self) -> list[Route]:
+        def page(key: str) -> Callable[[Request], Awaitable[Response]]:
+            async def answer(request: Request) -> Response:
+                return self._respond(request, self.pages[key], "text/html; charset=utf-8")
+
+            return answer
+
+        async def static(request: Request) -> Response:
+            found = self.assets.get(request.url.path)
+            if found is None:
+                return self._json(404, {"error": "not found"})
+            return self._respond(request, found[0], found[1])
+
+        async def favicon(request: Request) -> Response:
+            return self._respond(request, b"", "image/x-icon", status=204)
+
+        api = [
+            Route("/api/summary", self._api(self._summary)),
+            Route("/api/distributions", self._api(self._distributions)),
+            Route("/api/queue", self._api(self._queue)),
+            Route("/api/traces", self._api(self._traces)),
+            Route("/api/traces/{trace_id:anytext}", self._api(self._detail)),
+            Route("/api/disagreements", self._api(self._disagreements)),
+            Route("/api/labels", self._api(self._add_label), methods=["POST"]),
+            Route("/api/reveal", self._api(self._reveal), methods=["POST"]),
+            Route("/api/adjudications", self._api(self._adjudicate), methods=["POST"]),
+        ]
+        return [
+            Route("/", page("index")),
+            Route("/queue", page("index")),
+            Route("/adjudicate", page("adjudicate")),
+            Route("/traces/{trace_id:anytext}", page("trace")),
+            Route("/favicon.ico", favicon),
+            Route("/static/{name:anytext}", static),
+            *api,
+            Route("/{rest:anytext}", self._not_found, methods=["GET", "HEAD", "POST", "PUT"]),
+        ]
+
+    async def _not_found(self, request: Request) -> Response:
+        return self._json(404, {"error": "not found"})
+
+    def _respond(self, request: Request, body: bytes, kind: str, status: int = 200) -> Response:
+        if not self._host_ok(request):
+            return self._json(403, {"error": "unexpected Host header"})
+        return Response(body, status_code=status, media_type=kind, headers=_HEADERS)
+
+    @staticmethod
+    def _json(status: int, payload: Any) -> Response:
+        body = json.dumps(payload, ensure_ascii=True, allow_nan=False).encode()
+        return Response(
+            body, status_code=status, media_type="application/json; charset=utf-8", headers=_HEADERS
+        )
+
+    def _api(
+        self, handler: Callable[[Request], Awaitable[Any]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            if not self._host_ok(request):
+                return self._json(403, {"error": "unexpected Host header"})
+            if not self._token_ok(request):
+                return self._json(
+                    403,
+                    {
+                        "error": "missing or wrong access token: open the URL `misstep review` "
+                        "printed (scripts: send Authorization: Bearer TOKEN)"
+                    },
+                )
+            try:
+                return self._json(200, await handler(request))
+            except _Error as exc:
+                return self._json(exc.status, {"error": str(exc)})
+            except BadRequest as exc:
+                return self._json(400, {"error": str(exc)})
+            except KeyError:
+                return self._json(404, {"error": "unknown trace_id"})
+            except MisstepError as exc:
+                _log.error("not stored: %s", exc)
+                return self._json(500, {"error": f"not stored: {exc}"})
+
+        return endpoint
+
+    async def _summary(self, request: Request) -> Any:
+        summary = dict(self.data.summary())
+        summary["annotator"] = self.annotator
+        return summary
+
+    async def _distributions(self, request: Request) -> Any:
+        return await run_in_threadpool(self.data.distributions)
+
+    # Opening a trace, a page of the list or the queue takes a millisecond or two of CPU: they
+    # run on the event loop itself. A hop to a worker thread costs more than that on a loaded
+    # machine (one more thread to schedule, and the GIL to pass). Work that can take longer (a
+    # text search, a first sort, the distributions, a write and its fsync) goes to the pool.
+
+    async def _queue(self, request: Request) -> Any:
+        q = request.query_params
+        return self.data.queue_page(self._annotator(request), todo=q.get("todo") == "1")
+
+    async def _traces(self, request: Request) -> Any:
+        q = request.query_params
+        try:
+            offset = int(q.get("offset", "0"))
+            limit = int(q.get("limit", "50"))
+        except ValueError:
+            raise _Error(400, "offset and limit must be integers") from None
+        f = TraceFilter.from_query(q)
+        if self.data.is_quick(f):
+            return self.data.list_traces(
+                f, offset=offset, limit=limit, annotator=self._annotator(request)
+            )
+        return await run_in_threadpool(
+            self.data.list_traces, f, offset=offset, limit=limit, annotator=self._annotator(request)
+        )
+
+    async def _detail(self, request: Request) -> Any:
+        trace_id = request.path_params["trace_id"]
+        return self.data.detail(trace_id, self._annotator(request))
+
+    async def _disagreements(self, request: Request) -> Any:
+        return await run_in_threadpool(self.data.disagreements)
+
+    async def _add_label(self, request: Request) -> Any:
+        body = await self._body(request)
+        record = await run_in_threadpool(self.data.add_label, body, self.annotator)
+        return {"stored": record}
+
+    async def _reveal(self, request: Request) -> Any:
+        body = await self._body(request)
+        return await run_in_threadpool(self.data.reveal, body, self.annotator)
+
+    async def _adjudicate(self, request: Request) -> Any:
+        body = await self._body(request)
+        record = await run_in_threadpool(self.data.adjudicate, body, self.annotator)
+        return {"stored": record}
 
 
 def make_server(
@@ -104,229 +475,14 @@ def make_server(
     port: int = 0,
     token: str | None = None,
     annotator: str | None = None,
+    request_timeout: float = REQUEST_TIMEOUT,
 ) -> ReviewServer:
     """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves."""
     return ReviewServer(
-        (host, port), data, token=token or secrets.token_urlsafe(32), annotator=annotator
+        data,
+        host=host,
+        port=port,
+        token=token or secrets.token_urlsafe(32),
+        annotator=annotator,
+        request_timeout=request_timeout,
     )
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: ReviewServer
-    protocol_version = "HTTP/1.1"
-    server_version = "misstep-review"
-    sys_version = ""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: the terminal shows the URL and errors only
-
-    # --- answers ----------------------------------------------------------------------------
-
-    def _send(
-        self,
-        status: int,
-        body: bytes,
-        kind: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Content-Security-Policy", CSP)
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("X-Frame-Options", "DENY")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _json(self, status: int, payload: Any) -> None:
-        body = json.dumps(payload, ensure_ascii=True, allow_nan=False).encode()
-        self._send(status, body, "application/json; charset=utf-8")
-
-    def _error(self, status: int, message: str) -> None:
-        self._json(status, {"error": message})
-
-    # --- checks -----------------------------------------------------------------------------
-
-    def _token_ok(self, query: dict[str, str]) -> tuple[bool, bool]:
-        """(authorised, came in the query)."""
-        want = self.server.token.encode()
-        given = query.get("token")
-        if given is not None and hmac.compare_digest(given.encode(), want):
-            return True, True
-        auth = self.headers.get("Authorization", "")
-        if auth.startswith("Bearer ") and hmac.compare_digest(auth[7:].encode(), want):
-            return True, False
-        cookie = SimpleCookie()
-        try:
-            cookie.load(self.headers.get("Cookie", ""))
-        except Exception:  # a malformed cookie header is simply no token
-            return False, False
-        morsel = cookie.get(COOKIE)
-        if morsel is not None and hmac.compare_digest(morsel.value.encode(), want):
-            return True, False
-        return False, False
-
-    def _host_ok(self) -> bool:
-        return not self.server.loopback or self.headers.get("Host", "") in self.server.allowed_hosts
-
-    def _annotator(self, query: dict[str, str]) -> str | None:
-        return query.get("annotator") or self.server.annotator
-
-    # --- routes -----------------------------------------------------------------------------
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
-
-    def do_GET(self) -> None:
-        try:
-            self._get()
-        except Exception:
-            self._fail()
-
-    def do_POST(self) -> None:
-        try:
-            self._post()
-        except Exception:
-            self._fail()
-
-    def do_OPTIONS(self) -> None:
-        # No CORS preflight is ever allowed: a cross-site fetch with the write header stops here.
-        self._error(HTTPStatus.METHOD_NOT_ALLOWED, "method not allowed")
-
-    do_PUT = do_DELETE = do_PATCH = do_OPTIONS
-
-    def _fail(self) -> None:
-        traceback.print_exc(file=sys.stderr)
-        with contextlib.suppress(OSError):  # the client may be gone
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error (see the server's log)")
-
-    def _parse(self) -> tuple[str, dict[str, str]]:
-        parts = urlsplit(self.path)
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        return parts.path, query
-
-    def _get(self) -> None:
-        if not self._host_ok():
-            self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
-            return
-        path, query = self._parse()
-        ok, in_query = self._token_ok(query)
-        if not ok:
-            self._error(
-                HTTPStatus.FORBIDDEN,
-                "missing or wrong access token: open the URL `misstep review` printed",
-            )
-            return
-        if in_query and not path.startswith("/api/"):
-            # Keep the token out of the address bar, history and logs: cookie, then redirect.
-            rest = "&".join(
-                f"{k}={v}" for k, v in parse_qsl(urlsplit(self.path).query) if k != "token"
-            )
-            cookie = f"{COOKIE}={self.server.token}; HttpOnly; SameSite=Strict; Path=/"
-            self._send(
-                HTTPStatus.SEE_OTHER,
-                b"",
-                "text/plain",
-                {"Location": path + (f"?{rest}" if rest else ""), "Set-Cookie": cookie},
-            )
-            return
-        data = self.server.data
-        if path in ("/", "/queue"):
-            self._send(HTTPStatus.OK, self.server.pages["index"], "text/html; charset=utf-8")
-        elif path.startswith("/traces/") and len(path) > len("/traces/"):
-            self._send(HTTPStatus.OK, self.server.pages["trace"], "text/html; charset=utf-8")
-        elif path == "/favicon.ico":
-            self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
-        elif path in self.server.assets:
-            body, kind = self.server.assets[path]
-            self._send(HTTPStatus.OK, body, kind)
-        elif path == "/api/summary":
-            summary = dict(data.summary())
-            summary["annotator"] = self.server.annotator
-            self._json(HTTPStatus.OK, summary)
-        elif path == "/api/distributions":
-            self._json(HTTPStatus.OK, data.distributions())
-        elif path == "/api/queue":
-            annotator = self._annotator(query)
-            items = data.queue_items(annotator)
-            self._json(HTTPStatus.OK, {"total": len(items), "items": items})
-        elif path == "/api/traces":
-            try:
-                offset = int(query.get("offset", "0"))
-                limit = int(query.get("limit", "50"))
-                result = data.list_traces(
-                    TraceFilter.from_query(query),
-                    offset=offset,
-                    limit=limit,
-                    annotator=self._annotator(query),
-                )
-            except ValueError:
-                self._error(HTTPStatus.BAD_REQUEST, "offset and limit must be integers")
-                return
-            except BadRequest as exc:
-                self._error(HTTPStatus.BAD_REQUEST, str(exc))
-                return
-            self._json(HTTPStatus.OK, result)
-        elif path.startswith("/api/traces/"):
-            trace_id = unquote(path[len("/api/traces/") :])
-            try:
-                detail = data.detail(trace_id, self._annotator(query))
-            except KeyError:
-                self._error(HTTPStatus.NOT_FOUND, "unknown trace_id")
-                return
-            self._json(HTTPStatus.OK, detail)
-        else:
-            self._error(HTTPStatus.NOT_FOUND, "not found")
-
-    def _post(self) -> None:
-        if not self._host_ok():
-            self._error(HTTPStatus.FORBIDDEN, "unexpected Host header")
-            return
-        path, query = self._parse()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > _MAX_BODY:
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "body too large")
-            self.close_connection = True
-            return
-        raw = self.rfile.read(length) if length > 0 else b""
-        if not self._token_ok(query)[0]:
-            self._error(HTTPStatus.FORBIDDEN, "missing or wrong access token")
-            return
-        origin = self.headers.get("Origin")
-        if (
-            self.headers.get(WRITE_HEADER) != "1"
-            or (
-                origin is not None
-                and origin.removeprefix("http://") not in self.server.allowed_hosts
-            )
-            or not self.headers.get("Content-Type", "").startswith("application/json")
-        ):
-            self._error(
-                HTTPStatus.FORBIDDEN,
-                f"writes need JSON, the header {WRITE_HEADER}: 1 and this server's origin",
-            )
-            return
-        if path != "/api/labels":
-            self._error(HTTPStatus.NOT_FOUND, "not found")
-            return
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            self._error(HTTPStatus.BAD_REQUEST, "the body is not JSON")
-            return
-        try:
-            record = self.server.data.add_label(body, self.server.annotator)
-        except BadRequest as exc:
-            self._error(HTTPStatus.BAD_REQUEST, str(exc))
-            return
-        except MisstepError as exc:
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"not stored: {exc}")
-            return
-        self._json(HTTPStatus.OK, {"stored": record})

@@ -27,8 +27,10 @@ from misstep.labels import HUMAN_DIR, repair_tail
 __all__ = [
     "ANNOTATOR_PATTERN",
     "CANT_TELL",
+    "REVEALS_DIR",
     "REVIEW_LABEL_VERSION",
     "HumanLabelWriter",
+    "Reveal",
     "ReviewLabel",
     "check_annotator",
 ]
@@ -41,6 +43,10 @@ takes part in no agreement figure."""
 ANNOTATOR_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 """An annotator name becomes a file name: letters, digits and ``._@+-``, no path separator,
 not starting with a dot."""
+
+REVEALS_DIR = "reveals"
+"""Reveals of the judge's label in blind mode: ``RUN_DIR/human/reveals/<annotator>.jsonl``
+(a folder of its own, so no reader of people's labels takes them for labels)."""
 
 Verdict = Literal["error", "no_error", "cant_tell"]
 
@@ -82,14 +88,35 @@ class ReviewLabel(BaseModel):
     note: str | None = None
     """The person's note."""
     blind: bool = False
-    """The judge's label was hidden until this label was given (``--blind``)."""
+    """The judge's label had not been shown to this annotator for this trace when the label
+    was given (``--blind``; a recorded reveal makes every later label ``false``)."""
     judge: str | None = None
     """Id of the judge configuration whose label the trace had (shown or not)."""
     weight: float = 1.0
-    """Inverse inclusion probability of the trace in the queue's stratified sample; 1 when the
-    trace was labelled outside the queue."""
+    """Inverse inclusion probability of the trace in the sample it was drawn in (the queue's
+    stratified draw, computed once at start, or the ``--task`` file); 1 when the trace was
+    labelled outside that sample."""
+    role: Literal["annotator", "adjudicator"] = "annotator"
+    """``adjudicator``: the decision that settles people's disagreement on the trace
+    (``misstep review --adjudicate``), which ``human_consensus`` takes as its human label."""
     mapping_method: str = "misstep review"
     """Where the label comes from."""
+    created_at: str = Field(default_factory=_now)
+    """UTC timestamp, ISO 8601."""
+
+
+class Reveal(BaseModel):
+    """One line of ``RUN_DIR/human/reveals/<annotator>.jsonl``: the judge's label of a trace
+    was shown to this annotator in blind mode."""
+
+    version: int = REVIEW_LABEL_VERSION
+    """Record format version."""
+    trace_id: str
+    """The trace whose judge label was shown."""
+    annotator: str
+    """To whom."""
+    judge: str | None = None
+    """Id of the judge configuration shown."""
     created_at: str = Field(default_factory=_now)
     """UTC timestamp, ISO 8601."""
 
@@ -116,8 +143,10 @@ class HumanLabelWriter:
         full disk, can leave a fragment that was never acknowledged)."""
         if not self.directory.is_dir():
             return
-        for path in sorted(self.directory.glob("*.jsonl")):
-            with self._lock(path.stem):
+        for path in sorted(
+            [*self.directory.glob("*.jsonl"), *(self.directory / REVEALS_DIR).glob("*.jsonl")]
+        ):
+            with self._lock(str(path)):
                 try:
                     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
                 except OSError:
@@ -129,13 +158,16 @@ class HumanLabelWriter:
                 finally:
                     os.close(fd)
 
-    def append(self, label: ReviewLabel) -> Path:
-        """Write ``label`` durably (flushed and fsynced) and return the file."""
+    def append(self, label: ReviewLabel | Reveal) -> Path:
+        """Write ``label`` (or a reveal, to its own folder) durably (flushed and fsynced) and
+        return the file."""
         path = self.path(label.annotator)
+        if isinstance(label, Reveal):
+            path = path.parent / REVEALS_DIR / path.name
         line = orjson.dumps(label.model_dump(mode="json")) + b"\n"
-        with self._lock(label.annotator):
+        with self._lock(str(path)):
             try:
-                self.directory.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise LabelStoreError(path=path, reason=f"cannot open for append: {exc}") from None

@@ -6,7 +6,22 @@
   const page = document.body.dataset.page;
   const errorBox = document.getElementById("error");
   const FILTERS = ["checkpoint", "dataset", "outcome", "error_type", "status",
-    "min_confidence", "max_confidence", "majority_failure", "problem_id"];
+    "min_confidence", "max_confidence", "majority_failure", "problem_id", "q", "sort", "todo"];
+
+  // The access token arrives in the URL's fragment (never sent to a server), is kept in this
+  // tab's sessionStorage (per origin, so per port: two review servers never clash) and goes
+  // with every API call as a header. No cookie holds it.
+  (function takeToken() {
+    const hash = new URLSearchParams(window.location.hash.slice(1));
+    if (hash.get("token")) {
+      sessionStorage.setItem("misstep.token", hash.get("token"));
+      history.replaceState(null, "", window.location.pathname + window.location.search);
+    }
+  })();
+
+  function authHeaders(extra) {
+    return { Authorization: "Bearer " + (sessionStorage.getItem("misstep.token") || ""), ...(extra || {}) };
+  }
   const PAGE_SIZE = 50;
 
   function el(tag, attrs, ...children) {
@@ -24,8 +39,19 @@
     return node;
   }
 
+  // Errors show where the person is looking: next to the save button on a trace page, and
+  // in a banner fixed at the top of the window everywhere.
   function showError(message) {
     errorBox.textContent = message || "";
+    const near = document.getElementById("save-error");
+    if (near) near.textContent = message || "";
+    let banner = document.getElementById("banner");
+    if (!banner) {
+      banner = el("div", { id: "banner", role: "alert" });
+      document.body.append(banner);
+    }
+    banner.textContent = message || "";
+    banner.hidden = !message;
   }
 
   function annotatorInput() {
@@ -38,15 +64,50 @@
     return input;
   }
 
+  // The name comes first: until it is given, the name box is highlighted and says why.
+  function askName() {
+    const input = document.getElementById("annotator");
+    const missing = !annotator();
+    input.classList.toggle("needed", missing);
+    input.placeholder = missing ? "your name first" : "";
+    if (missing) input.focus();
+    return !missing;
+  }
+
   function annotator() {
     return (document.getElementById("annotator").value || "").trim();
   }
 
   async function getJSON(url) {
-    const response = await fetch(url, { credentials: "same-origin" });
+    const response = await fetch(url, { credentials: "omit", headers: authHeaders() });
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || response.statusText);
     return body;
+  }
+
+  async function postJSON(url, payload) {
+    const response = await fetch(url, { method: "POST", credentials: "omit",
+      headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(payload) });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || response.statusText);
+    return body;
+  }
+
+  // Math in trace text: KaTeX (bundled) turns $...$, $$...$$, \(...\) and \[...\] in the
+  // element's text nodes into rendered math; text stays text (no HTML is ever parsed).
+  function renderMath(node) {
+    if (typeof renderMathInElement !== "function") return;
+    renderMathInElement(node, {
+      delimiters: [
+        { left: "$$", right: "$$", display: true },
+        { left: "\\[", right: "\\]", display: true },
+        { left: "\\(", right: "\\)", display: false },
+        { left: "$", right: "$", display: false },
+      ],
+      throwOnError: false,
+      trust: false,
+      errorCallback: () => {},
+    });
   }
 
   function pct(x) {
@@ -90,30 +151,43 @@
     const distributions = getJSON("/api/distributions").then((d) => renderDistributions(summary, d));
     const form = document.getElementById("filters");
     if (summary.blind) for (const n of form.querySelectorAll(".judge-only")) n.hidden = true;
+    document.getElementById("adjudicate-link").hidden = !summary.adjudicate;
+    form.elements.todo.addEventListener("change", () => form.requestSubmit());
     fillSelect(form.elements.checkpoint, summary.checkpoints);
     fillSelect(form.elements.dataset, summary.datasets);
     fillSelect(form.elements.outcome, summary.outcomes);
     fillSelect(form.elements.error_type, [...summary.taxonomy.map((c) => c.key), "none"]);
     fillSelect(form.elements.status, summary.statuses);
+    fillSelect(form.elements.sort, summary.sorts.flatMap((k) => [k, "-" + k]));
+    form.elements.sort.options[0].textContent = "checkpoint order";
     const filters = currentFilters();
-    for (const [k, v] of Object.entries(filters)) form.elements[k].value = v;
+    for (const [k, v] of Object.entries(filters)) {
+      if (k === "todo") form.elements.todo.checked = v === "1";
+      else form.elements[k].value = v;
+    }
     const state = { offset: Number(new URLSearchParams(window.location.search).get("offset") || 0), selected: 0, items: [], total: 0 };
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const params = {};
-      for (const name of FILTERS) params[name] = form.elements[name].value.trim();
+      for (const name of FILTERS) {
+        params[name] = name === "todo" ? (form.elements.todo.checked ? "1" : "") : form.elements[name].value.trim();
+      }
       window.location.search = query(params);
     });
+    const progress = document.getElementById("progress");
     if (queueMode) {
-      form.hidden = true;
+      for (const n of form.querySelectorAll("label:not(.queue-too), button")) n.hidden = true;
       document.getElementById("list-title").textContent =
-        "Queue: the stratified sample `misstep sample` draws";
+        "Queue: " + summary.queue_total + " traces (" + summary.queue_source + ")";
     }
     async function load() {
       showError("");
       let body;
       if (queueMode) {
-        body = await getJSON("/api/queue?" + query({ annotator: annotator() }));
+        body = await getJSON("/api/queue?" + query({ annotator: annotator(), todo: filters.todo }));
+        progress.textContent = annotator() ? annotator() + ": " + body.done + " / " + body.total + " done" : "give your name to see your progress";
+        progress.dataset.done = body.done;
+        body.total = body.items.length;
         body.items = body.items.slice(state.offset, state.offset + PAGE_SIZE);
       } else {
         body = await getJSON("/api/traces?" + query({ ...filters, offset: state.offset, limit: PAGE_SIZE, annotator: annotator() }));
@@ -154,7 +228,7 @@
 
   function rowHref(state, i, queueMode, filters) {
     const pos = state.offset + i;
-    const context = queueMode ? { queue: 1, pos: pos } : { ...filters, pos: pos };
+    const context = queueMode ? { queue: 1, todo: filters.todo, pos: pos } : { ...filters, pos: pos };
     return traceHref(state.items[i].trace_id, context);
   }
 
@@ -199,7 +273,7 @@
     const head = ["#", "trace", "checkpoint", "dataset", "problem", "answer", "outcome", "maj. fail"];
     if (!blind) head.push("judge type", "conf.");
     head.push("your label");
-    if (queueMode) head.push("stratum");
+    if (queueMode && !blind) head.push("stratum");
     table.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
     state.items.forEach((item, i) => {
       const cells = [];
@@ -217,7 +291,7 @@
       }
       const h = item.human;
       cells.push(el("td", {}, h ? (h.error_type || h.verdict) : ""));
-      if (queueMode) cells.push(el("td", {}, item.stratum));
+      if (queueMode && !blind) cells.push(el("td", {}, item.stratum));
       const row = el("tr", { class: i === state.selected ? "selected" : null }, ...cells);
       row.addEventListener("click", (event) => {
         if (event.target.tagName !== "A") { state.selected = i; renderList(state, queueMode, filters, blind); }
@@ -242,11 +316,13 @@
     const filters = currentFilters();
     const summary = await getJSON("/api/summary");
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
-    document.getElementById("back").setAttribute("href", queueMode ? "/queue" : "/?" + query(filters));
+    document.getElementById("adjudicate-link").hidden = !summary.adjudicate;
+    document.getElementById("back").setAttribute("href", queueMode ? "/queue?" + query({ todo: params.get("todo") }) : "/?" + query(filters));
     const keys = summary.taxonomy;
     let detail = await getJSON("/api/traces/" + encodeURIComponent(id) + "?" + query({ annotator: annotator() }));
     render();
     buildForm();
+    askName();
 
     function render() {
       document.title = detail.item.trace_id + " - misstep review";
@@ -258,7 +334,9 @@
         ["outcome", detail.item.outcome], ["gold answer", detail.gold_answer],
         ["trace's answer", detail.item.answer], ["finish reason", detail.finish_reason]];
       for (const [k, v] of pairs) facts.append(el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "-" : v));
-      document.getElementById("problem").textContent = detail.problem || "(no problem statement in the input)";
+      const problem = document.getElementById("problem");
+      problem.textContent = detail.problem || "(no problem statement in the input)";
+      renderMath(problem);
       renderSteps();
       renderJudge();
       renderAnswers();
@@ -286,6 +364,7 @@
         item.addEventListener("click", () => { document.getElementById("step").value = i; });
         list.append(item);
       });
+      renderMath(list);
     }
 
     function renderJudge() {
@@ -293,7 +372,12 @@
       box.replaceChildren();
       const j = detail.judge_label;
       if (detail.judge_hidden) {
-        box.append(el("p", { class: "hint" }, "Hidden until you have labelled this trace (--blind)."));
+        box.append(el("p", { class: "hint" }, "Hidden until you have labelled this trace and ask to see it (--blind); showing it is recorded, and your later labels of this trace count as not blind."));
+        if (detail.can_reveal) {
+          const button = el("button", { type: "button", id: "reveal" }, "show the judge's label");
+          button.addEventListener("click", () => reveal().catch((e) => showError(e.message)));
+          box.append(button);
+        }
         return;
       }
       if (!j) { box.append(el("p", { class: "hint" }, "No judge label for this trace.")); return; }
@@ -362,21 +446,47 @@
       });
     }
 
+    async function reveal() {
+      detail = await postJSON("/api/reveal", { trace_id: detail.item.trace_id, annotator: annotator() || null });
+      render();
+    }
+
     async function save() {
       showError("");
+      if (!askName()) throw new Error("give your name first (the box at the top): labels are stored per person");
       const checked = document.querySelector('input[name="choice"]:checked');
       if (!checked) throw new Error("choose an error type, no error or can't tell first");
       const stepText = document.getElementById("step").value.trim();
       const body = { trace_id: detail.item.trace_id, error_type: checked.value,
         first_error_step: stepText === "" || checked.value === "no_error" || checked.value === "cant_tell" ? null : Number(stepText),
         annotator: annotator() || null, note: document.getElementById("note").value.trim() || null };
-      const response = await fetch("/api/labels", { method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-Misstep-Review": "1" }, body: JSON.stringify(body) });
-      const answer = await response.json();
-      if (!response.ok) throw new Error(answer.error || response.statusText);
+      await postJSON("/api/labels", body);
       document.getElementById("saved").textContent = "saved";
-      detail = await getJSON("/api/traces/" + encodeURIComponent(detail.item.trace_id) + "?" + query({ annotator: body.annotator || "" }));
-      render();
+      // Save moves on: the next trace of the queue (the next one not yet labelled with the
+      // "not yet labelled by me" filter) or of the list.
+      const next = await afterSave();
+      if (next === null) {
+        detail = await getJSON("/api/traces/" + encodeURIComponent(detail.item.trace_id) + "?" + query({ annotator: body.annotator || "" }));
+        render();
+        document.getElementById("saved").textContent = queueMode ? "saved: the queue is done" : "saved: last trace of the list";
+        return;
+      }
+      window.location.href = traceHref(next.id, queueMode ? { queue: 1, todo: params.get("todo"), pos: next.pos } : { ...filters, pos: next.pos });
+    }
+
+    async function afterSave() {
+      if (pos === null) return null;
+      if (!queueMode) {
+        const id = await neighbour(1);
+        return id === null ? null : { id: id, pos: pos + 1 };
+      }
+      const todo = params.get("todo") === "1";
+      const q = await getJSON("/api/queue?" + query({ annotator: annotator(), todo: todo ? "1" : "" }));
+      // Without the filter the queue keeps its order: the next is at pos + 1. With it, the
+      // trace just labelled has left the list: the next one now sits at pos.
+      const ids = q.items.map((i) => i.trace_id).filter((t) => !todo || t !== detail.item.trace_id);
+      const at = todo ? Math.min(pos, ids.length - 1) : pos + 1;
+      return at >= 0 && at < ids.length ? { id: ids[at], pos: at } : null;
     }
 
     async function neighbour(delta) {
@@ -384,7 +494,7 @@
       const target = pos + delta;
       if (target < 0) return null;
       if (queueMode) {
-        const q = await getJSON("/api/queue");
+        const q = await getJSON("/api/queue?" + query({ annotator: annotator(), todo: params.get("todo") }));
         return target < q.items.length ? q.items[target].trace_id : null;
       }
       const body = await getJSON("/api/traces?" + query({ ...filters, offset: target, limit: 1 }));
@@ -394,7 +504,7 @@
     async function go(delta) {
       const next = await neighbour(delta);
       if (next === null) return;
-      const context = queueMode ? { queue: 1, pos: pos + delta } : { ...filters, pos: pos + delta };
+      const context = queueMode ? { queue: 1, todo: params.get("todo"), pos: pos + delta } : { ...filters, pos: pos + delta };
       window.location.href = traceHref(next, context);
     }
     document.getElementById("prev").addEventListener("click", () => go(-1));
@@ -402,6 +512,70 @@
     document.getElementById("position").textContent = pos === null ? "" : (queueMode ? "queue " : "") + "#" + (pos + 1);
   }
 
-  const run = page === "trace" ? tracePage : indexPage;
+  // --- the adjudication page ----------------------------------------------------------------
+
+  async function adjudicatePage() {
+    annotatorInput();
+    const summary = await getJSON("/api/summary");
+    if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
+    askName();
+    const choices = [...summary.taxonomy.map((c) => c.key), "no_error", "cant_tell"];
+    const box = document.getElementById("disagreements");
+    async function load() {
+      const body = await getJSON("/api/disagreements");
+      document.getElementById("progress").textContent =
+        body.done + " / " + body.total + " decided" + (summary.hide_names ? " (names hidden)" : "");
+      box.replaceChildren();
+      if (!body.items.length) box.append(el("p", { class: "hint" }, "No disagreements: nothing to adjudicate."));
+      body.items.forEach((item, n) => box.append(card(item, n)));
+    }
+    function card(item, n) {
+      const section = el("section", { class: "case", "data-trace": item.trace_id });
+      section.append(el("h2", {}, el("a", { href: traceHref(item.trace_id, {}) }, item.trace_id)),
+        el("p", { class: "hint" }, item.checkpoint + " / " + item.dataset + " / " + item.problem_id + ", answer " + (item.answer === null ? "-" : item.answer) + " (" + item.outcome + ")"));
+      const table = el("table", { class: "side" }, el("tr", {}, el("th", {}, "who"), el("th", {}, "answer"), el("th", {}, "first wrong step"), el("th", {}, "note")));
+      for (const l of item.labels) {
+        table.append(el("tr", {}, el("td", {}, l.annotator), el("td", {}, l.error_type || l.verdict),
+          el("td", { class: "num" }, l.first_error_step === null || l.first_error_step === undefined ? "-" : l.first_error_step), el("td", {}, l.note || "")));
+      }
+      if (item.judge) table.append(el("tr", { class: "judge" }, el("td", {}, "judge"), el("td", {}, item.judge.error_type || item.judge.status), el("td", {}, ""), el("td", {}, "")));
+      section.append(table);
+      const select = el("select", { name: "decision", id: "decision-" + n });
+      select.append(el("option", { value: "" }, "choose"));
+      for (const c of choices) select.append(el("option", { value: c }, c));
+      const step = el("input", { type: "number", min: "0", size: "4", name: "step" });
+      const note = el("input", { type: "text", size: "30", name: "note", maxlength: "4000" });
+      const button = el("button", { type: "submit" }, "decide");
+      const status = el("span", { class: "status", role: "status" });
+      const done = item.adjudicated;
+      if (done) {
+        select.value = done.error_type || done.verdict;
+        if (done.first_error_step !== null && done.first_error_step !== undefined) step.value = done.first_error_step;
+        note.value = done.note || "";
+        status.textContent = "decided: " + (done.error_type || done.verdict) + " by " + done.annotator;
+      }
+      const form = el("form", { class: "decide" }, el("label", {}, "decision ", select), " ", el("label", {}, "first wrong step ", step), " ",
+        el("label", {}, "note ", note), " ", button, " ", status);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        decide().catch((e) => { status.textContent = e.message; status.className = "status bad"; showError(e.message); });
+      });
+      async function decide() {
+        showError("");
+        if (!askName()) throw new Error("give your name first (the box at the top): decisions are stored per adjudicator");
+        if (!select.value) throw new Error("choose a decision first");
+        const plain = select.value === "no_error" || select.value === "cant_tell";
+        await postJSON("/api/adjudications", { trace_id: item.trace_id, error_type: select.value,
+          first_error_step: plain || step.value.trim() === "" ? null : Number(step.value),
+          note: note.value.trim() || null, annotator: annotator() || null });
+        await load();
+      }
+      section.append(form);
+      return section;
+    }
+    await load();
+  }
+
+  const run = { trace: tracePage, adjudicate: adjudicatePage, index: indexPage }[page];
   run().then(() => { document.body.dataset.ready = "1"; }).catch((e) => { showError(e.message); document.body.dataset.ready = "error"; });
 })();

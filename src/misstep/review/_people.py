@@ -1,0 +1,102 @@
+"""People's labels as the review app holds them: each annotator's current label per trace,
+the adjudicators' decisions, the recorded reveals of the judge in blind mode, and the traces
+where people disagree."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from misstep.errors import LabelStoreError
+from misstep.labels import ADJUDICATOR, HUMAN_DIR
+from misstep.review._writer import REVEALS_DIR
+
+__all__ = ["HumanState", "read_records"]
+
+_SHOWN = ("verdict", "error_type", "first_error_step", "note", "blind", "created_at", "role")
+
+
+def read_records(directory: Path) -> list[dict[str, Any]]:
+    """Every record of ``directory/*.jsonl``; a cut last line (never acknowledged) is skipped,
+    as the label store does."""
+    records: list[dict[str, Any]] = []
+    if not directory.is_dir():
+        return records
+    for path in sorted(directory.glob("*.jsonl")):
+        lines = path.read_bytes().split(b"\n")
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                if number == len(lines):
+                    continue
+                raise LabelStoreError(path=path, line=number, reason="not a JSON record") from None
+            if isinstance(record, dict):
+                records.append(record)
+    return records
+
+
+def answer(record: Mapping[str, Any]) -> str:
+    """A label's answer: its type, ``no_error`` or ``cant_tell``."""
+    return str(record.get("error_type") or record.get("verdict"))
+
+
+@dataclass
+class HumanState:
+    """Each person's current label per trace (the last one wins), the adjudications and the
+    reveals, for the pages."""
+
+    current: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """(annotator, trace_id) -> the annotator's current label (role annotator)."""
+    done: dict[str, set[str]] = field(default_factory=dict)
+    """annotator -> the traces they have labelled."""
+    by_trace: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """trace_id -> annotator -> current label."""
+    adjudicated: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """trace_id -> the last adjudication of it."""
+    revealed: set[tuple[str, str]] = field(default_factory=set)
+    """(annotator, trace_id) whose judge label was shown in blind mode."""
+
+    @classmethod
+    def load(cls, run_dir: Path) -> HumanState:
+        """The state of ``RUN_DIR/human`` (labels, adjudications and reveals)."""
+        state = cls()
+        for record in read_records(run_dir / HUMAN_DIR):
+            state.add(record)
+        for record in read_records(run_dir / HUMAN_DIR / REVEALS_DIR):
+            state.revealed.add((str(record.get("annotator")), str(record.get("trace_id"))))
+        return state
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Take in one stored label."""
+        annotator, trace_id = str(record.get("annotator")), str(record.get("trace_id"))
+        kept = {k: record.get(k) for k in _SHOWN}
+        kept["annotator"] = annotator
+        if record.get("role") == ADJUDICATOR:
+            self.adjudicated[trace_id] = kept
+            return
+        self.current[(annotator, trace_id)] = kept
+        self.done.setdefault(annotator, set()).add(trace_id)
+        self.by_trace.setdefault(trace_id, {})[annotator] = kept
+
+    def disagreements(
+        self, judge_answer: Mapping[str, str | None], *, with_judge: bool
+    ) -> list[tuple[str, list[dict[str, Any]]]]:
+        """(trace_id, the annotators' labels) of every trace where two people's answers differ,
+        and with ``with_judge`` also where a person's answer differs from the judge's
+        (``judge_answer``: trace_id -> the judge's answer, None when it has no ok label);
+        sorted by trace_id."""
+        out: list[tuple[str, list[dict[str, Any]]]] = []
+        for trace_id in sorted(self.by_trace):
+            labels = sorted(self.by_trace[trace_id].values(), key=lambda r: str(r["created_at"]))
+            answers = {answer(r) for r in labels}
+            judge = judge_answer.get(trace_id)
+            if len(answers) > 1 or (with_judge and judge is not None and answers != {judge}):
+                out.append((trace_id, labels))
+        return out
