@@ -322,9 +322,12 @@ def _add_homogeneity(
     """How many human labels the figures rest on, and per judge run the test of one
     confusion at every checkpoint (what ``--estimator pooled`` assumes)."""
     from misstep.agreement import confusion_homogeneity, ok_types
-    from misstep.labels import human_consensus
+    from misstep.labels import ADJUDICATOR, human_consensus
 
-    agreed = human_consensus(people) if people else None
+    # agree reports agreement as it was before adjudication: its figures and this count rest on
+    # people's own labels alone.
+    own = [p for p in people if p.role != ADJUDICATOR]
+    agreed = human_consensus(own) if own else None
     report.n_human = len(agreed.types) if agreed is not None else 0
     if agreed is None:
         return
