@@ -70,3 +70,44 @@ def test_fast_on_long_adversarial_text() -> None:
     for _ in range(5):
         extract_answer(text)
     assert time.perf_counter() - started < 5.0
+
+
+# Tool-integrated responses as ToRA's public GSM8K outputs write them (issue 27): the prose after
+# the printed output names other numbers, or the answer as a word.
+_PROGRAM = "```python\nprint(solution())\n```\n```output\n{printed}\n```\n{prose}"
+
+
+@pytest.mark.parametrize(
+    ("printed", "prose", "answer", "method"),
+    [
+        ("16.0", "16 people think that horse #12 will win the big race.", "16.0", "program_output"),
+        ("3.0", "Three trucks will be needed to transport 80 flagstones.", "3.0", "program_output"),
+        ("2", "Two people accept the position.", "2", "program_output"),
+        ("(2, 3)", "The point is found.", "(2, 3)", "program_output"),
+        ("sqrt(3)/2", "That is the height.", "sqrt(3)/2", "program_output"),
+        # an explicit final answer still wins over the printed output
+        ("3.0", "So the answer is $\\boxed{4}$.", "4", "boxed"),
+        ("3.0", "The answer is 5.", "5", "answer_phrase"),
+        # an error or a sentence printed is not a value: the prose's last number is read
+        ("NameError: name 'x' is not defined", "So 5 cars.", "5", "last_number"),
+        ("The total is 12", "So 7 cars.", "7", "last_number"),
+    ],
+)
+def test_program_output(printed: str, prose: str, answer: str, method: str) -> None:
+    got = extract_answer(_PROGRAM.format(printed=printed, prose=prose))
+    assert (got.answer, got.method) == (answer, method)
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        ("Let us count.\nTwo people accept the position.", "2"),
+        ("Ten men can stay upright on the wave.", "10"),
+        ("so\nTwenty cookies are left", "20"),
+        # a digit on the line wins; a number word elsewhere on the line is prose
+        ("Three trucks carry 80 flagstones.", "80"),
+        ("This question has no valid choice among all three statements.", None),
+    ],
+)
+def test_number_words_start_the_last_line(response: str, answer: str | None) -> None:
+    assert extract_answer(response).answer == answer

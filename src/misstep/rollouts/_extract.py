@@ -16,7 +16,14 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
    trailing period is dropped.
 5. ``choice``: a multiple-choice ending on the last non-empty line: "Solution: Choice_B",
    "Choice\\_B", "Option C", "(C)" or "C)" alone; the answer is the letter (A to J).
-6. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line.
+6. ``program_output``: in a tool-integrated response (prose, Python, its printed output in an
+   ``output`` block fenced by three backquotes), the last line of the last output block when
+   it is a value (a number, a fraction, a tuple: no word of three or more letters, no error),
+   as the ToRA and Qwen2.5-Math harnesses read such responses: the prose after it often names
+   other numbers ("16 people think that horse #12 will win").
+7. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line; when
+   it holds none, a number written as a word that starts that line ("Two people accept the
+   position.", "Ten men can stay upright": zero to twenty and the tens).
 
 Otherwise ``method`` is ``none`` and ``answer`` is None. Everything scans from the end with
 ``rfind`` and bounded loops, so a 10 KB response costs microseconds; no regular expression runs
@@ -55,6 +62,43 @@ _MAX_BOX_SCAN = 2000
 # Only the last few boxes are tried: with the scan cap this bounds the cost per response.
 _MAX_BOX_TRIES = 16
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?|-?\.\d+")
+_OUTPUT_OPEN = "```output"
+_MAX_OUTPUT_CHARS = 100
+# A printed value: no word of three letters or more (an error, a sentence) except sympy's
+# functions and constants.
+_OUTPUT_WORD = re.compile(r"[A-Za-z]{3,}")
+_OUTPUT_WORDS = frozenset({"sqrt", "exp", "log", "sin", "cos", "tan", "Rational", "pi"})
+_WORD_NUMBERS = {
+    word: value
+    for value, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+# Only as the first word of the last line ("Two people accept the position."): elsewhere a
+# number word is mostly prose ("one of the conditions", "all three statements").
+_WORD_NUMBER = re.compile(r"\s*(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +244,27 @@ def _last_number(text: str) -> str | None:
     return str(found[-1]).rstrip(",")
 
 
+def _program_output(text: str) -> str | None:
+    """The last line of the last ``output`` block when it is a printed value."""
+    start = text.rfind(_OUTPUT_OPEN)
+    if start < 0:
+        return None
+    start += len(_OUTPUT_OPEN)
+    end = text.find("```", start)
+    block = text[start : end if end >= 0 else len(text)].strip()
+    line = block[block.rfind("\n") + 1 :].strip()
+    if not line or len(line) > _MAX_OUTPUT_CHARS or not any(c.isdigit() for c in line):
+        return None
+    if any(word not in _OUTPUT_WORDS for word in _OUTPUT_WORD.findall(line)):
+        return None
+    return line
+
+
+def _word_number(text: str) -> str | None:
+    found = _WORD_NUMBER.match(_last_line(text))
+    return str(_WORD_NUMBERS[found.group(1).lower()]) if found else None
+
+
 def extract_answer(response: str) -> Extraction:
     """The final answer of ``response`` and the rule that found it (see the module docstring)."""
     close = response.rfind(_THINK_CLOSE)
@@ -225,7 +290,12 @@ def extract_answer(response: str) -> Extraction:
     choice = _choice(region)
     if choice is not None:
         return Extraction(choice, "choice")
+    printed = _program_output(region)
+    if printed is not None:
+        return Extraction(printed, "program_output")
     number = _last_number(region)
+    if number is None:
+        number = _word_number(region)
     if number is not None:
         return Extraction(number, "last_number")
     return _NONE
