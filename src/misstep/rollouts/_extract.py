@@ -68,34 +68,13 @@ _MAX_OUTPUT_CHARS = 100
 # functions and constants.
 _OUTPUT_WORD = re.compile(r"[A-Za-z]{3,}")
 _OUTPUT_WORDS = frozenset({"sqrt", "exp", "log", "sin", "cos", "tan", "Rational", "pi"})
-_WORD_NUMBERS = {
-    word: value
-    for value, word in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-            "twenty",
-        ]
-    )
-} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_UNITS_AND_TEENS = re.findall(
+    r"\w+",
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty",
+)
+_TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
+_WORD_NUMBERS = dict(zip(_UNITS_AND_TEENS, range(21), strict=True)) | _TENS | {"ninety": 90}
 # Only as the first word of the last line ("Two people accept the position."): elsewhere a
 # number word is mostly prose ("one of the conditions", "all three statements").
 _WORD_NUMBER = re.compile(r"\s*(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
