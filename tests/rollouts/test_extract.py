@@ -111,3 +111,18 @@ def test_program_output(printed: str, prose: str, answer: str, method: str) -> N
 )
 def test_number_words_start_the_last_line(response: str, answer: str | None) -> None:
     assert extract_answer(response).answer == answer
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        # Mr-Ben's answer line followed by a note (shared data, mistral-medium's responses)
+        ("Step 5: only B fits.\nSolution: Choice_B\nConfidence: 100%", "B"),
+        ("Step 4: so A.\nSolution: Choice_A\nNote: The analysis was performed step by step.", "A"),
+        ("Solution: Choice_C: 3.82\nTherefore it takes 3.82 hours.", "C"),
+        # a list of every letter is no choice: the last number is read
+        ("Solution: Choice_A/B/C/D\nThe correct solution is not among them. It should be 0.", "0"),
+    ],
+)
+def test_solution_line_before_a_note(response: str, answer: str) -> None:
+    assert extract_answer(response).answer == answer

@@ -15,7 +15,8 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
    leading ``$...$`` is unwrapped, otherwise X stops at the first sentence end (". "); a
    trailing period is dropped.
 5. ``choice``: a multiple-choice ending on the last non-empty line: "Solution: Choice_B",
-   "Choice\\_B", "Option C", "(C)" or "C)" alone; the answer is the letter (A to J).
+   "Choice\\_B", "Option C", "(C)" or "C)" alone; else a line "Solution: Choice_B" among the
+   last 600 characters (Mr-Ben's answer line, followed by a note); the answer is the letter.
 6. ``program_output``: in a tool-integrated response (prose, Python, its printed output in an
    ``output`` block fenced by three backquotes), the last line of the last output block when
    it is a value (a number, a fraction, a tuple: no word of three or more letters, no error),
@@ -56,6 +57,10 @@ _CHOICE_LINE = re.compile(
     re.IGNORECASE,
 )
 _LAST_LINE_CHARS = 400
+# Mr-Ben's answer line, "Solution: Choice_B", followed by a note ("Note: ...", "Confidence:
+# 100%"): found within the response's last characters when the last line holds no choice.
+_SOLUTION_CHOICE = re.compile(r"^\s*solution:\s*choice\s*\\?_?\s*([A-J])\b(?!/)", re.I | re.M)
+_SOLUTION_TAIL_CHARS = 600
 # A \boxed{ whose brace does not close within this many characters is treated as unclosed,
 # which keeps many unclosed boxes in one response from costing quadratic time.
 _MAX_BOX_SCAN = 2000
@@ -208,7 +213,9 @@ def _hash_mark(text: str) -> str | None:
 def _choice(text: str) -> str | None:
     found = _CHOICE_LINE.findall(_last_line(text))
     if not found:
-        return None
+        tail = text[-_SOLUTION_TAIL_CHARS:]
+        marked = _SOLUTION_CHOICE.findall(tail)
+        return marked[-1].upper() if marked else None
     letter: str = next(g for g in found[-1] if g)
     return letter.upper()
 
