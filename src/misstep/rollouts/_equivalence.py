@@ -26,8 +26,8 @@ bounds the ``verify`` calls per problem; answers it leaves in a class of their o
 in ``stats.ungrouped`` (a class can be split by it, never wrongly merged).
 
 math-verify runs in a ``ProcessPoolExecutor`` (fork start). The pool starts with one worker
-(``grade_traces`` starts it at once when the machine has a spare core, so that it has loaded
-math-verify by the time the first answer needs it) and gets ``os.cpu_count()`` workers (by
+(started by the first answer that needs math-verify, which ``prefetch`` sends while the caller
+reads on; a run whose answers misstep's rules decide starts none) and gets ``os.cpu_count()`` workers (by
 default) once parse work queues up or a solve has more than a few problems.
 Each parse and comparison runs under a ``SIGALRM`` interval timer set by the worker
 itself (tasks run in the worker's main thread, where signals work); math-verify's own timeouts

@@ -37,7 +37,6 @@ answer class is defined by the grade in use, and maj@1 equals pass@1 exactly.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -168,10 +167,10 @@ def grade_traces(
     checker = EquivalenceChecker(
         workers=workers, timeout_s=timeout_s, max_cluster_pairs=max_cluster_pairs
     )
-    if (os.cpu_count() or 1) > 1:
-        # A spare core loads math-verify while this one reads, ready for the first answer
-        # that needs it (ended unused, without waiting, when none does).
-        checker.start()
+    # No worker is started here: the first answer that needs math-verify starts one
+    # (``prefetch``), which loads it on a spare core while this one reads on. In a run whose
+    # answers misstep's own rules decide (most one-sample evaluations) no process spends its
+    # second of CPU importing math-verify for nothing.
     try:
         return _grade(traces, regrade, checker, on_progress, stats)
     finally:
