@@ -126,3 +126,7 @@ def test_number_words_start_the_last_line(response: str, answer: str | None) -> 
 )
 def test_solution_line_before_a_note(response: str, answer: str) -> None:
     assert extract_answer(response).answer == answer
+
+
+def test_a_number_word_in_a_compound_is_prose() -> None:
+    assert extract_answer("So\nOne-third of them left.").answer is None

@@ -28,7 +28,7 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
 
 Otherwise ``method`` is ``none`` and ``answer`` is None. Everything scans from the end with
 ``rfind`` and bounded loops, so a 10 KB response costs microseconds; no regular expression runs
-over more than the last line.
+over more than the last line (the "Solution:" line: the last 600 characters).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ _TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "ei
 _WORD_NUMBERS = dict(zip(_UNITS_AND_TEENS, range(21), strict=True)) | _TENS | {"ninety": 90}
 # Only as the first word of the last line ("Two people accept the position."): elsewhere a
 # number word is mostly prose ("one of the conditions", "all three statements").
-_WORD_NUMBER = re.compile(r"\s*(" + "|".join(_WORD_NUMBERS) + r")\b", re.IGNORECASE)
+_WORD_NUMBER = re.compile(r"\s*(" + "|".join(_WORD_NUMBERS) + r")(?![\w-])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
