@@ -27,8 +27,8 @@ in ``stats.ungrouped`` (a class can be split by it, never wrongly merged).
 
 math-verify runs in a ``ProcessPoolExecutor`` (fork start). The pool starts with one worker
 (started by the first answer that needs math-verify, which ``prefetch`` sends while the caller
-reads on; a run whose answers misstep's rules decide starts none) and gets ``os.cpu_count()`` workers (by
-default) once parse work queues up or a solve has more than a few problems.
+reads on; a run whose answers misstep's rules decide starts none) and gets ``os.cpu_count()``
+workers (by default) once parse work queues up or a solve has more than a few problems.
 Each parse and comparison runs under a ``SIGALRM`` interval timer set by the worker
 itself (tasks run in the worker's main thread, where signals work); math-verify's own timeouts
 are disabled. Over the timeout counts as *not equivalent* and is counted in
