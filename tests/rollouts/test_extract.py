@@ -70,3 +70,63 @@ def test_fast_on_long_adversarial_text() -> None:
     for _ in range(5):
         extract_answer(text)
     assert time.perf_counter() - started < 5.0
+
+
+# Tool-integrated responses as ToRA's public GSM8K outputs write them (issue 27): the prose after
+# the printed output names other numbers, or the answer as a word.
+_PROGRAM = "```python\nprint(solution())\n```\n```output\n{printed}\n```\n{prose}"
+
+
+@pytest.mark.parametrize(
+    ("printed", "prose", "answer", "method"),
+    [
+        ("16.0", "16 people think that horse #12 will win the big race.", "16.0", "program_output"),
+        ("3.0", "Three trucks will be needed to transport 80 flagstones.", "3.0", "program_output"),
+        ("2", "Two people accept the position.", "2", "program_output"),
+        ("(2, 3)", "The point is found.", "(2, 3)", "program_output"),
+        ("sqrt(3)/2", "That is the height.", "sqrt(3)/2", "program_output"),
+        # an explicit final answer still wins over the printed output
+        ("3.0", "So the answer is $\\boxed{4}$.", "4", "boxed"),
+        ("3.0", "The answer is 5.", "5", "answer_phrase"),
+        # an error or a sentence printed is not a value: the prose's last number is read
+        ("NameError: name 'x' is not defined", "So 5 cars.", "5", "last_number"),
+        ("The total is 12", "So 7 cars.", "7", "last_number"),
+    ],
+)
+def test_program_output(printed: str, prose: str, answer: str, method: str) -> None:
+    got = extract_answer(_PROGRAM.format(printed=printed, prose=prose))
+    assert (got.answer, got.method) == (answer, method)
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        ("Let us count.\nTwo people accept the position.", "2"),
+        ("Ten men can stay upright on the wave.", "10"),
+        ("so\nTwenty cookies are left", "20"),
+        # a digit on the line wins; a number word elsewhere on the line is prose
+        ("Three trucks carry 80 flagstones.", "80"),
+        ("This question has no valid choice among all three statements.", None),
+    ],
+)
+def test_number_words_start_the_last_line(response: str, answer: str | None) -> None:
+    assert extract_answer(response).answer == answer
+
+
+@pytest.mark.parametrize(
+    ("response", "answer"),
+    [
+        # Mr-Ben's answer line followed by a note (shared data, mistral-medium's responses)
+        ("Step 5: only B fits.\nSolution: Choice_B\nConfidence: 100%", "B"),
+        ("Step 4: so A.\nSolution: Choice_A\nNote: The analysis was performed step by step.", "A"),
+        ("Solution: Choice_C: 3.82\nTherefore it takes 3.82 hours.", "C"),
+        # a list of every letter is no choice: the last number is read
+        ("Solution: Choice_A/B/C/D\nThe correct solution is not among them. It should be 0.", "0"),
+    ],
+)
+def test_solution_line_before_a_note(response: str, answer: str) -> None:
+    assert extract_answer(response).answer == answer
+
+
+def test_a_number_word_in_a_compound_is_prose() -> None:
+    assert extract_answer("So\nOne-third of them left.").answer is None

@@ -128,3 +128,26 @@ def test_reasoning_gym_grades(shared_data: Path) -> None:
     agree = (regraded["correct"] == pd.Series(authors)).mean()
     # measured 0.9964 (25 of 7,000 differ: answers like "9-5 = 4" that math-verify accepts)
     assert agree > 0.99
+
+
+def test_no_math_verify_worker_when_the_rules_decide(monkeypatch: pytest.MonkeyPatch) -> None:
+    from misstep.rollouts._equivalence import EquivalenceChecker
+
+    pools: list[int] = []
+    ensure = EquivalenceChecker._ensure_pool
+
+    def counted(self: EquivalenceChecker, workers: int = 1) -> Any:
+        pools.append(workers)
+        return ensure(self, workers)
+
+    monkeypatch.setattr(EquivalenceChecker, "_ensure_pool", counted)
+    # integers, a percentage and a tool-integrated output: misstep's own rules decide them all
+    answers = ["\\boxed{50.0\\%}", "\\boxed{50}", "```output\n50.0\n```\nFifty.", "\\boxed{7}"]
+    traces = [_t(i, r, gold_answer="50") for i, r in enumerate(answers)]
+    graded = grade_traces(traces, regrade=True, workers=2)
+    assert list(graded["correct"]) == [True, True, True, False]
+    assert pools == []  # no worker started, so math-verify was never imported
+    # an answer only math-verify reads starts one
+    odd = [_t(0, "\\boxed{12C1=12}", gold_answer="12")]
+    grade_traces(odd, regrade=True, workers=2)
+    assert pools

@@ -26,9 +26,9 @@ bounds the ``verify`` calls per problem; answers it leaves in a class of their o
 in ``stats.ungrouped`` (a class can be split by it, never wrongly merged).
 
 math-verify runs in a ``ProcessPoolExecutor`` (fork start). The pool starts with one worker
-(``grade_traces`` starts it at once when the machine has a spare core, so that it has loaded
-math-verify by the time the first answer needs it) and gets ``os.cpu_count()`` workers (by
-default) once parse work queues up or a solve has more than a few problems.
+(started by the first answer that needs math-verify, which ``prefetch`` sends while the caller
+reads on; a run whose answers misstep's rules decide starts none) and gets ``os.cpu_count()``
+workers (by default) once parse work queues up or a solve has more than a few problems.
 Each parse and comparison runs under a ``SIGALRM`` interval timer set by the worker
 itself (tasks run in the worker's main thread, where signals work); math-verify's own timeouts
 are disabled. Over the timeout counts as *not equivalent* and is counted in
@@ -760,8 +760,7 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
             return _points_verdict(a.rhs, b.rhs)
         return None  # two equations are compared as equations by math-verify
     if a.alt is not None or b.alt is not None:
-        near = any(_close(x, y) for x in _values(a) for y in _values(b))
-        return None if near else False
+        return _percent_verdict(a, b)
     if (a.decimal or b.decimal) and a.exact and b.exact:
         return _close(a.value, b.value, DECIMAL_REL_TOL)
     if a.exact and b.exact:
@@ -773,6 +772,22 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
     if a.points is not None and b.points is not None:
         return _points_verdict(a.points, b.points)
     return None
+
+
+def _percent_verdict(a: _Fp, b: _Fp) -> bool | None:
+    """A percentage (``alt`` set) against a number, as the Qwen2.5-Math, ToRA and DeepSeek-Math
+    harnesses' ``math_equal`` reads it: ``p%`` equals ``p/100`` and ``p`` (``50.0\\%`` = ``50``
+    = ``0.5``, to ``DECIMAL_REL_TOL``); two percentages by their values. A side with variables
+    or an equation near either value is left to ``verify``."""
+    assert a.value is not None and b.value is not None
+    if a.alt is not None and b.alt is not None:
+        return _close(a.value, b.value, DECIMAL_REL_TOL)
+    percent, other = (a, b) if a.alt is not None else (b, a)
+    assert other.value is not None
+    near = any(_close(x, other.value, DECIMAL_REL_TOL) for x in _values(percent))
+    if other.exact and not other.equation:
+        return near
+    return None if near else False
 
 
 _POINT_REL = 1e-10

@@ -15,12 +15,20 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
    leading ``$...$`` is unwrapped, otherwise X stops at the first sentence end (". "); a
    trailing period is dropped.
 5. ``choice``: a multiple-choice ending on the last non-empty line: "Solution: Choice_B",
-   "Choice\\_B", "Option C", "(C)" or "C)" alone; the answer is the letter (A to J).
-6. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line.
+   "Choice\\_B", "Option C", "(C)" or "C)" alone; else a line "Solution: Choice_B" among the
+   last 600 characters (Mr-Ben's answer line, followed by a note); the answer is the letter.
+6. ``program_output``: in a tool-integrated response (prose, Python, its printed output in an
+   ``output`` block fenced by three backquotes), the last line of the last output block when
+   it is a value (a number, a fraction, a tuple: no word of three or more letters, no error),
+   as the ToRA and Qwen2.5-Math harnesses read such responses: the prose after it often names
+   other numbers ("16 people think that horse #12 will win").
+7. ``last_number``: the last number (``-1,234.5``, ``3/4``) on the last non-empty line; when
+   it holds none, a number written as a word that starts that line ("Two people accept the
+   position.", "Ten men can stay upright": zero to twenty and the tens).
 
 Otherwise ``method`` is ``none`` and ``answer`` is None. Everything scans from the end with
 ``rfind`` and bounded loops, so a 10 KB response costs microseconds; no regular expression runs
-over more than the last line.
+over more than the last line (the "Solution:" line: the last 600 characters).
 """
 
 from __future__ import annotations
@@ -49,12 +57,32 @@ _CHOICE_LINE = re.compile(
     re.IGNORECASE,
 )
 _LAST_LINE_CHARS = 400
+# Mr-Ben's answer line, "Solution: Choice_B", followed by a note ("Note: ...", "Confidence:
+# 100%"): found within the response's last characters when the last line holds no choice.
+_SOLUTION_CHOICE = re.compile(r"^\s*solution:\s*choice\s*\\?_?\s*([A-J])\b(?!/)", re.I | re.M)
+_SOLUTION_TAIL_CHARS = 600
 # A \boxed{ whose brace does not close within this many characters is treated as unclosed,
 # which keeps many unclosed boxes in one response from costing quadratic time.
 _MAX_BOX_SCAN = 2000
 # Only the last few boxes are tried: with the scan cap this bounds the cost per response.
 _MAX_BOX_TRIES = 16
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?|-?\.\d+")
+_OUTPUT_OPEN = "```output"
+_MAX_OUTPUT_CHARS = 100
+# A printed value: no word of three letters or more (an error, a sentence) except sympy's
+# functions and constants.
+_OUTPUT_WORD = re.compile(r"[A-Za-z]{3,}")
+_OUTPUT_WORDS = frozenset({"sqrt", "exp", "log", "sin", "cos", "tan", "Rational", "pi"})
+_UNITS_AND_TEENS = re.findall(
+    r"\w+",
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty",
+)
+_TENS = {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80}
+_WORD_NUMBERS = dict(zip(_UNITS_AND_TEENS, range(21), strict=True)) | _TENS | {"ninety": 90}
+# Only as the first word of the last line ("Two people accept the position."): elsewhere a
+# number word is mostly prose ("one of the conditions", "all three statements").
+_WORD_NUMBER = re.compile(r"\s*(" + "|".join(_WORD_NUMBERS) + r")(?![\w-])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +213,9 @@ def _hash_mark(text: str) -> str | None:
 def _choice(text: str) -> str | None:
     found = _CHOICE_LINE.findall(_last_line(text))
     if not found:
-        return None
+        tail = text[-_SOLUTION_TAIL_CHARS:]
+        marked = _SOLUTION_CHOICE.findall(tail)
+        return marked[-1].upper() if marked else None
     letter: str = next(g for g in found[-1] if g)
     return letter.upper()
 
@@ -198,6 +228,27 @@ def _last_number(text: str) -> str | None:
     if not found:
         return None
     return str(found[-1]).rstrip(",")
+
+
+def _program_output(text: str) -> str | None:
+    """The last line of the last ``output`` block when it is a printed value."""
+    start = text.rfind(_OUTPUT_OPEN)
+    if start < 0:
+        return None
+    start += len(_OUTPUT_OPEN)
+    end = text.find("```", start)
+    block = text[start : end if end >= 0 else len(text)].strip()
+    line = block[block.rfind("\n") + 1 :].strip()
+    if not line or len(line) > _MAX_OUTPUT_CHARS or not any(c.isdigit() for c in line):
+        return None
+    if any(word not in _OUTPUT_WORDS for word in _OUTPUT_WORD.findall(line)):
+        return None
+    return line
+
+
+def _word_number(text: str) -> str | None:
+    found = _WORD_NUMBER.match(_last_line(text))
+    return str(_WORD_NUMBERS[found.group(1).lower()]) if found else None
 
 
 def extract_answer(response: str) -> Extraction:
@@ -225,7 +276,12 @@ def extract_answer(response: str) -> Extraction:
     choice = _choice(region)
     if choice is not None:
         return Extraction(choice, "choice")
+    printed = _program_output(region)
+    if printed is not None:
+        return Extraction(printed, "program_output")
     number = _last_number(region)
+    if number is None:
+        number = _word_number(region)
     if number is not None:
         return Extraction(number, "last_number")
     return _NONE

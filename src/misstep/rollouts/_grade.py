@@ -37,7 +37,6 @@ answer class is defined by the grade in use, and maj@1 equals pass@1 exactly.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -168,14 +167,65 @@ def grade_traces(
     checker = EquivalenceChecker(
         workers=workers, timeout_s=timeout_s, max_cluster_pairs=max_cluster_pairs
     )
-    if (os.cpu_count() or 1) > 1:
-        # A spare core loads math-verify while this one reads, ready for the first answer
-        # that needs it (ended unused, without waiting, when none does).
-        checker.start()
+    # No worker is started here: the first answer that needs math-verify starts one
+    # (``prefetch``), which loads it on a spare core while this one reads on. In a run whose
+    # answers misstep's own rules decide (most one-sample evaluations) no process spends its
+    # second of CPU importing math-verify for nothing.
     try:
         return _grade(traces, regrade, checker, on_progress, stats)
     finally:
         checker.close()
+
+
+@dataclass(slots=True)
+class _Rows:
+    """The graded table's columns, filled row by row while the traces stream past."""
+
+    trace_ids: list[str] = field(default_factory=list)
+    checkpoints: list[str] = field(default_factory=list)
+    steps: list[int | None] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    problem_ids: list[str] = field(default_factory=list)
+    sample_idxs: list[int | None] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    repeats: list[float] = field(default_factory=list)
+    answers: list[str | None] = field(default_factory=list)
+    keys: list[str | None] = field(default_factory=list)
+    problem_of: list[int] = field(default_factory=list)
+    outcomes: list[Outcome | None] = field(default_factory=list)  # None: grade against gold
+    interned: dict[str, str] = field(default_factory=dict)
+
+    def add(self, trace: Trace, problem: int) -> None:
+        """The row's identity and response measures (answer, key and outcome come after)."""
+        intern = self.interned.setdefault
+        self.trace_ids.append(trace.trace_id)
+        self.checkpoints.append(intern(trace.checkpoint, trace.checkpoint))
+        self.steps.append(trace.step)
+        self.datasets.append(intern(trace.dataset, trace.dataset))
+        self.problem_ids.append(intern(trace.problem_id, trace.problem_id))
+        self.sample_idxs.append(trace.sample_idx)
+        self.lengths.append(len(trace.response))
+        self.repeats.append(repetition_score(trace.response))
+        self.problem_of.append(problem)
+
+    def frame(self, classes: list[str | None], correct: list[bool]) -> pd.DataFrame:
+        outcomes = [o.value if o else None for o in self.outcomes]
+        return pd.DataFrame(
+            {
+                "trace_id": pd.array(self.trace_ids, dtype=_STRING),
+                "checkpoint": pd.array(self.checkpoints, dtype=_STRING),
+                "step": pd.array(self.steps, dtype="Int64"),
+                "dataset": pd.array(self.datasets, dtype=_STRING),
+                "problem_id": pd.array(self.problem_ids, dtype=_STRING),
+                "sample_idx": pd.array(self.sample_idxs, dtype="Int64"),
+                "answer": pd.array(self.answers, dtype=_STRING),
+                "answer_class": pd.array(classes, dtype=_STRING),
+                "outcome": pd.array(outcomes, dtype=_STRING),
+                "correct": pd.array(correct, dtype=bool),
+                "response_chars": pd.array(self.lengths, dtype="int64"),
+                "repetition": pd.array(self.repeats, dtype="float32"),
+            }
+        )
 
 
 def _grade(
@@ -185,22 +235,10 @@ def _grade(
     on_progress: Callable[[int], None] | None,
     stats: GradeStats,
 ) -> pd.DataFrame:
-    trace_ids: list[str] = []
-    checkpoints: list[str] = []
-    steps: list[int | None] = []
-    datasets: list[str] = []
-    problem_ids: list[str] = []
-    sample_idxs: list[int | None] = []
-    lengths: list[int] = []
-    repeats: list[float] = []
-    answers: list[str | None] = []
-    keys: list[str | None] = []
-    problem_of: list[int] = []
-    outcomes: list[Outcome | None] = []  # None: to grade against gold after the stream
+    rows = _Rows()
     row_gold_key: dict[int, tuple[str, str]] = {}  # rows whose gold differs from the problem's
     problems: dict[tuple[str, str], int] = {}
     state: list[_Problem] = []
-    interned: dict[str, str] = {}
     key_memo: dict[str, str] = {}
     ungradable = 0
     first_ungradable = ""
@@ -211,24 +249,16 @@ def _grade(
             p = problems[pkey] = len(state)
             state.append(_Problem())
         prob = state[p]
-        trace_ids.append(trace.trace_id)
-        checkpoints.append(interned.setdefault(trace.checkpoint, trace.checkpoint))
-        steps.append(trace.step)
-        datasets.append(interned.setdefault(trace.dataset, trace.dataset))
-        problem_ids.append(interned.setdefault(trace.problem_id, trace.problem_id))
-        sample_idxs.append(trace.sample_idx)
-        lengths.append(len(trace.response))
-        repeats.append(repetition_score(trace.response))
-        problem_of.append(p)
+        rows.add(trace, p)
         gold = trace.gold_answer
         prob.read_options(trace.problem)
         if gold is not None and prob.gold is None:
             prob.gold, prob.gold_key = gold, canonical_key(gold)
             checker.prefetch(gold, prob.gold_key)
         if trace.finish_reason == "length":
-            answers.append(None)
-            keys.append(None)
-            outcomes.append(Outcome.TRUNCATED)
+            rows.answers.append(None)
+            rows.keys.append(None)
+            rows.outcomes.append(Outcome.TRUNCATED)
             continue
         answer = _answer_of(trace)
         key = None
@@ -242,8 +272,8 @@ def _grade(
         text = answer
         if key is not None and answer is not None and prob.options:
             key, text = prob.as_choice(key, answer)
-        answers.append(answer)
-        keys.append(key)
+        rows.answers.append(answer)
+        rows.keys.append(key)
         if key is not None and text is not None:
             prob.counts[key] += 1
             if key not in prob.texts:
@@ -252,30 +282,43 @@ def _grade(
                 checker.prefetch(text, key)
         grade = _user_grade(trace, regrade)
         if grade is not None:
-            outcomes.append(
+            rows.outcomes.append(
                 Outcome.CORRECT if grade else Outcome.WRONG if key else Outcome.NO_ANSWER
             )
         elif key is None:
-            outcomes.append(Outcome.NO_ANSWER)
+            rows.outcomes.append(Outcome.NO_ANSWER)
         elif gold is None:
             ungradable += 1
             first_ungradable = first_ungradable or trace.trace_id
-            outcomes.append(Outcome.WRONG)
+            rows.outcomes.append(Outcome.WRONG)
         else:
-            outcomes.append(None)
+            rows.outcomes.append(None)
             if gold != prob.gold:
-                row_gold_key[len(outcomes) - 1] = (gold, canonical_key(gold))
+                row_gold_key[len(rows.outcomes) - 1] = (gold, canonical_key(gold))
         if on_progress is not None and n % _PROGRESS_EVERY == 0:
             on_progress(n)
-    total = len(trace_ids)
+    total = len(rows.trace_ids)
     if ungradable:
         raise _no_gold_error(ungradable, total, first_ungradable)
     if on_progress is not None:
         on_progress(total)
     stats.traces = total
     stats.problems = len(state)
+    frame = _resolve(rows, state, row_gold_key, checker, stats)
+    _split_classes_by_grade(frame)
+    return frame[list(GRADED_COLUMNS)]
 
+
+def _resolve(
+    rows: _Rows,
+    state: list[_Problem],
+    row_gold_key: dict[int, tuple[str, str]],
+    checker: EquivalenceChecker,
+    stats: GradeStats,
+) -> pd.DataFrame:
+    """Answer classes per problem, then every row's outcome, correctness and class."""
     class_of, gold_equal = _classes(state, checker, stats)
+    answers, keys, outcomes = rows.answers, rows.keys, rows.outcomes
     odd = {
         i: (gold, answers[i])
         for i, (gold, _) in row_gold_key.items()
@@ -285,11 +328,9 @@ def _grade(
         (gold, answer) for gold, answer in odd.values() if answer is not None
     )
     stats.equivalence = checker.stats
-
     correct: list[bool] = []
     classes: list[str | None] = []
-    for i in range(total):
-        p = problem_of[i]
+    for i, p in enumerate(rows.problem_of):
         key = keys[i]
         outcome = outcomes[i]
         if outcome is None:
@@ -307,24 +348,7 @@ def _grade(
             classes.append(state[p].gold_key or CORRECT_WITHOUT_ANSWER)
         else:
             classes.append(class_of[p].get(key, key))
-    frame = pd.DataFrame(
-        {
-            "trace_id": pd.array(trace_ids, dtype=_STRING),
-            "checkpoint": pd.array(checkpoints, dtype=_STRING),
-            "step": pd.array(steps, dtype="Int64"),
-            "dataset": pd.array(datasets, dtype=_STRING),
-            "problem_id": pd.array(problem_ids, dtype=_STRING),
-            "sample_idx": pd.array(sample_idxs, dtype="Int64"),
-            "answer": pd.array(answers, dtype=_STRING),
-            "answer_class": pd.array(classes, dtype=_STRING),
-            "outcome": pd.array([o.value if o else None for o in outcomes], dtype=_STRING),
-            "correct": pd.array(correct, dtype=bool),
-            "response_chars": pd.array(lengths, dtype="int64"),
-            "repetition": pd.array(repeats, dtype="float32"),
-        }
-    )
-    _split_classes_by_grade(frame)
-    return frame[list(GRADED_COLUMNS)]
+    return rows.frame(classes, correct)
 
 
 REPETITION_WORDS = 64

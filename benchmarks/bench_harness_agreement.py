@@ -1,0 +1,204 @@
+"""misstep's own extraction and grading against the grades of the harnesses that made real runs.
+
+Usage: python benchmarks/bench_harness_agreement.py [--tora FILE ...] [--data DIR]
+
+Every row's ``pred_answer`` and ``correct`` are dropped and misstep extracts and grades the
+response against its gold (``grade_traces(..., regrade=True)``); the result is compared, row by
+row, with the source's own grade. Prints one JSON object: per set, per (model, benchmark) pair
+the rows, both accuracies (percent), the difference in points and the disagreements (each with
+both answers); per model the same totals; and the issue-27 targets (within 0.2 points of
+accuracy per model; within max(1 item, 2%) on at least 25 of every 26 pairs).
+
+Sets:
+
+- ``--tora FILE``: evaluation outputs of the ToRA / Qwen2.5-Math harness (``math_eval.py``:
+  JSONL rows with ``idx``, ``gt``, ``code`` (the responses), ``pred`` and, in newer versions,
+  ``score``), for instance ToRA's public GSM8K outputs (microsoft/ToRA,
+  ``src/outputs/llm-agents/<model>/gsm8k/test_tora_-1_seed0_t0.0_s0_e1319.jsonl``; not part of
+  this project: pass their paths). The model is the folder three levels up when the file is
+  named ``test_*``, else the file's stem. The harness's grade is ``score`` when the rows carry
+  it; ToRA's files do not, so it is recomputed from ``pred`` and ``gt`` by the harness's
+  numeric rule (``_harness_numeric``, restated from its ``math_equal``); the rows where that
+  rule does not apply are counted in ``harness_fallback`` and graded as the harness's symbolic
+  path would grade a non-number against a number gold: wrong. The recomputed accuracies are
+  printed so they can be checked against the harness's own ``.metrics`` files.
+- the shared real data (``--data``, default ``../shared/data``): Mr-Ben and MR-GSM8K (gold and
+  ``correct`` per trace) and the Reasoning Gym run (the authors' ``correct``). ProcessBench has
+  no gold answers and is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from misstep.rollouts import Trace, grade_traces, read_traces
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+_POINTS_PER_MODEL = 0.2
+_PAIRS_SHARE = 25 / 26
+
+
+def _number(text: str) -> float | None:
+    text = text.replace(",", "").strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.endswith("%"):
+        try:
+            return float(text[:-1].removesuffix("\\")) / 100
+        except ValueError:
+            return None
+    return None
+
+
+def _harness_numeric(pred: str, gold: str) -> bool | None:
+    """The harness's numeric rule (``math_equal`` with ``include_percentage``): both sides
+    numbers, the prediction within a relative 1e-4 of gold/100, gold or 100*gold; None where it
+    does not apply."""
+    p, g = _number(pred), _number(gold)
+    if p is None or g is None:
+        return None
+    return any(math.isclose(p, x, rel_tol=1e-4) for x in (g / 100, g, g * 100))
+
+
+def _tora_model(path: Path) -> str:
+    return path.parents[2].name if path.name.startswith("test_") else path.stem
+
+
+def _tora_rows(path: Path) -> tuple[list[Trace], dict[str, bool], int]:
+    model = _tora_model(path)
+    dataset = path.parent.name if path.name.startswith("test_") else "gsm8k"
+    traces: list[Trace] = []
+    truth: dict[str, bool] = {}
+    fallback = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            row = orjson.loads(line)
+            pred, gold = str(row["pred"][0]), str(row["gt"])
+            if "score" in row:
+                grade = bool(row["score"][0])
+            else:
+                numeric = _harness_numeric(pred, gold)
+                fallback += numeric is None
+                grade = bool(numeric)
+            trace = Trace(
+                problem_id=str(row["idx"]),
+                response=str(row["code"][0]),
+                checkpoint=model,
+                dataset=dataset,
+                problem=row.get("question"),
+                gold_answer=gold,
+            )
+            traces.append(trace)
+            truth[trace.trace_id] = grade
+    return traces, truth, fallback
+
+
+def _shared_rows(path: Path, by_model: bool) -> tuple[list[Trace], dict[str, bool]]:
+    traces: list[Trace] = []
+    truth: dict[str, bool] = {}
+    for trace in read_traces(path):
+        if trace.correct is None or trace.gold_answer is None:
+            continue
+        truth[trace.trace_id] = trace.correct
+        update: dict[str, Any] = {"correct": None, "pred_answer": None}
+        if by_model:  # Mr-Ben's and MR-GSM8K's rows: one model's answers to one subset
+            update["checkpoint"] = trace.model or str(trace.extra.get("source", "default"))
+            update["dataset"] = str(trace.extra.get("subset", trace.dataset))
+        traces.append(trace.model_copy(update=update))
+    return traces, truth
+
+
+def _example(row: Any, source: bool) -> dict[str, Any]:
+    answer = row.answer if isinstance(row.answer, str) else None
+    return {"problem_id": row.problem_id, "source": source, "misstep_answer": answer,
+            "outcome": row.outcome}  # fmt: skip
+
+
+def _compare(traces: list[Trace], truth: dict[str, bool]) -> dict[str, Any]:
+    graded = grade_traces(traces, regrade=True)
+    pairs: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for row in graded.itertuples(index=False):
+        pairs[(row.checkpoint, row.dataset)].append(row)
+    out_pairs = []
+    models: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (model, dataset), rows in sorted(pairs.items()):
+        source = sum(truth[r.trace_id] for r in rows)
+        mine = sum(bool(r.correct) for r in rows)
+        differ = [r for r in rows if bool(r.correct) != truth[r.trace_id]]
+        n = len(rows)
+        out_pairs.append(
+            {
+                "model": model,
+                "benchmark": dataset,
+                "rows": n,
+                "source_accuracy": round(100 * source / n, 2),
+                "misstep_accuracy": round(100 * mine / n, 2),
+                "points": round(100 * (mine - source) / n, 2),
+                "disagreements": len(differ),
+                "within_target": len(differ) <= max(1, 0.02 * n),
+                "examples": [_example(r, truth[r.trace_id]) for r in differ[:10]],
+            }
+        )
+        total = models[model]
+        total[0] += n
+        total[1] += source
+        total[2] += mine
+    per_model = {
+        m: {
+            "rows": n,
+            "source_accuracy": round(100 * s / n, 2),
+            "misstep_accuracy": round(100 * k / n, 2),
+            "points": round(100 * (k - s) / n, 2),
+            "within_target": abs(100 * (k - s) / n) <= _POINTS_PER_MODEL,
+        }
+        for m, (n, s, k) in sorted(models.items())
+    }
+    return {"pairs": out_pairs, "models": per_model}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tora", type=Path, nargs="*", default=[])
+    parser.add_argument("--data", type=Path, default=SHARED_DATA)
+    args = parser.parse_args()
+    sets: dict[str, Any] = {}
+    if args.tora:
+        traces, truth, fallback = [], {}, 0
+        for path in args.tora:
+            t, g, f = _tora_rows(path)
+            traces += t
+            truth |= g
+            fallback += f
+        sets["tora"] = _compare(traces, truth) | {"harness_fallback": fallback}
+    if (args.data / "mrben" / "traces.jsonl").exists():
+        traces, truth = _shared_rows(args.data / "mrben" / "traces.jsonl", by_model=True)
+        sets["mrben"] = _compare(traces, truth)
+        rg = args.data / "reasoning_gym_eval" / "llama_rl_ckpts.jsonl.gz"
+        traces, truth = _shared_rows(rg, by_model=False)
+        sets["reasoning_gym"] = _compare(traces, truth)
+        sets["processbench"] = {"skipped": "no gold answers in the source"}
+    pairs = [p for s in sets.values() for p in s.get("pairs", [])]
+    models = [m for s in sets.values() for m in s.get("models", {}).values()]
+    summary = {
+        "pairs": len(pairs),
+        "pairs_within": sum(p["within_target"] for p in pairs),
+        "pairs_target_met": sum(p["within_target"] for p in pairs) >= _PAIRS_SHARE * len(pairs),
+        "models": len(models),
+        "models_within_0.2_points": sum(m["within_target"] for m in models),
+    }
+    json.dump({"summary": summary, "sets": sets}, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Grading as a whole command against math-verify once per trace, both as whole processes.
+
+Usage: python benchmarks/bench_whole_process.py [--repeats 3] [--data DIR] [--tora FILE ...]
+
+For each case, three commands, each started as a fresh process ``--repeats`` times (alternating,
+so that machine noise falls on both), timed by wall clock from start to exit:
+
+- ``summary``: ``python -m misstep.cli summary FILE --no-cache --regrade --format json``
+  (``--k 1`` or ``1,2`` where the case has one or two samples per problem): start-up, imports,
+  reading, extraction, grading against the gold and the vote metrics with their intervals;
+- ``grade_only``: the grading step alone, a process that runs
+  ``misstep.rollouts.load_graded(FILE, regrade=True, cache=False)``;
+- ``naive``: a process that imports math-verify, reads the same file with misstep's reader,
+  extracts each answer with misstep's ``extract_answer`` and runs math-verify's ``parse`` on the
+  gold and the answer and ``verify`` once per trace.
+
+Cases: ``rl_run`` (the shared Reasoning Gym run: 7,000 traces, 50 samples per problem),
+``few_samples`` (``few_samples_case.py``: the shared real data as about 2 samples per problem,
+answers in many forms) and, with ``--tora``, ``tora_gsm8k`` (ToRA's public GSM8K outputs, one
+greedy sample per problem; ``bench_harness_agreement.py`` says where to find them).
+Prints one JSON object: per case the seconds of every repeat, their medians, and the speedups
+(naive median / misstep's median, for ``summary`` and for ``grade_only``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import orjson
+from bench_harness_agreement import _tora_rows
+from few_samples_case import write_few_samples
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+_GRADE_ONLY = """
+import sys
+from misstep.rollouts import load_graded
+load_graded(sys.argv[1], regrade=True, cache=False)
+"""
+_NAIVE = """
+import logging, sys
+from math_verify import parse, verify
+from misstep.rollouts import extract_answer, read_traces
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+correct = 0
+for trace in read_traces(sys.argv[1]):
+    answer = extract_answer(trace.response).answer
+    if answer is None or trace.gold_answer is None:
+        continue
+    correct += bool(verify(parse(f"${trace.gold_answer}$"), parse(f"${answer}$")))
+print(correct)
+"""
+
+
+def _seconds(command: list[str]) -> float:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    return time.perf_counter() - started
+
+
+def _case(path: Path, ks: str | None, repeats: int) -> dict[str, Any]:
+    mine = [sys.executable, "-m", "misstep.cli", "summary", str(path), "--no-cache"]
+    mine += ["--regrade", "--format", "json", *(["--k", ks] if ks else [])]
+    commands = {
+        "summary": mine,
+        "grade_only": [sys.executable, "-c", _GRADE_ONLY, str(path)],
+        "naive": [sys.executable, "-c", _NAIVE, str(path)],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, command in commands.items():
+            times[name].append(_seconds(command))
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    return {
+        "seconds": {name: [round(s, 2) for s in values] for name, values in times.items()},
+        "median": {name: round(value, 2) for name, value in medians.items()},
+        "speedup_summary": round(medians["naive"] / medians["summary"], 1),
+        "speedup_grade_only": round(medians["naive"] / medians["grade_only"], 1),
+    }
+
+
+def _write_tora(paths: list[Path], out: Path) -> int:
+    rows = 0
+    with out.open("wb") as handle:
+        for path in paths:
+            traces, _, _ = _tora_rows(path)
+            for trace in traces:
+                handle.write(orjson.dumps(trace.model_dump(exclude_defaults=True)) + b"\n")
+                rows += 1
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=SHARED_DATA)
+    parser.add_argument("--tora", type=Path, nargs="*", default=[])
+    args = parser.parse_args()
+    out: dict[str, Any] = {"cpu_count": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        rl = args.data / "reasoning_gym_eval" / "llama_rl_ckpts.jsonl.gz"
+        out["rl_run"] = _case(rl, None, args.repeats)
+        few = Path(tmp) / "few.jsonl"
+        write_few_samples(few, args.data)
+        out["few_samples"] = _case(few, "1,2", args.repeats)
+        if args.tora:
+            tora = Path(tmp) / "tora.jsonl"
+            _write_tora(args.tora, tora)
+            out["tora_gsm8k"] = _case(tora, "1", args.repeats)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
