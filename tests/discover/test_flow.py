@@ -83,9 +83,7 @@ def test_a_discovered_category_flows_through_label_link_and_report(
     stored = read_labels(relabelled)
     assert sum(r.error_type == new for r in stored.values()) >= 10
 
-    result = runner.invoke(
-        app, ["link", str(demo / "traces.jsonl"), "--labels", str(relabelled)]
-    )
+    result = runner.invoke(app, ["link", str(demo / "traces.jsonl"), "--labels", str(relabelled)])
     assert result.exit_code == 0, result.output
     assert new in result.output  # a column of the per-checkpoint table
 

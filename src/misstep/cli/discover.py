@@ -33,6 +33,11 @@ class EmbeddingChoice(StrEnum):
     tfidf = "tfidf"
 
 
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def _ci(ci: tuple[float, float]) -> str:
     return f"{100 * ci[0]:.0f}-{100 * ci[1]:.0f}%"
 
@@ -80,10 +85,10 @@ def _print_text(d: Discovery, out: Path) -> None:
         o.print(f"{c.key}: ", end="", markup=False)
         o.print(c.criterion, markup=False)
         for e in c.examples:
-            o.print(
-                f"  - [{e.id}] {e.text}" + (f'  quote: "{e.quote}"' if e.quote else ""),
-                markup=False,
-            )
+            line = f"  - [{e.id}] {_one_line(e.text)}"
+            if e.quote:
+                line += f'  quote: "{_one_line(e.quote)}"'
+            o.print(line, markup=False, soft_wrap=True)
     if d.dropped:
         o.print(
             f"dropped {len(d.dropped)} cluster(s) holding {d.unassigned} texts: "

@@ -14,7 +14,7 @@ import numpy.typing as npt
 __all__ = ["Clustering", "cluster_embeddings"]
 
 _SILHOUETTE_SAMPLE = 2_000  # silhouette is quadratic in the rows: a sample decides k
-_FIT_SAMPLE = 20_000  # k-means centres are fitted on at most this many rows, then all assigned
+_FIT_SAMPLE = 10_000  # k-means centres are fitted on at most this many rows, then all assigned
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
