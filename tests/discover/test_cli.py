@@ -49,8 +49,10 @@ def test_default_output_is_a_table_and_both_files_are_written(texts: Path, tmp_p
 def test_json_format_prints_data_alone(texts: Path, tmp_path: Path) -> None:
     result = runner.invoke(
         app,
-        ["discover", "--texts", str(texts), "--out", str(tmp_path), "--format", "json"]
-        + ["--embedding", "tfidf", "--seeds", "1"],
+        [
+            *("discover", "--texts", str(texts), "--out", str(tmp_path), "--format", "json"),
+            *("--embedding", "tfidf", "--seeds", "1"),
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
