@@ -210,3 +210,14 @@ def test_bench_review_smoke(shared_data: Path) -> None:
     assert (result["traces"], result["labels"]) == (14000, 2000)
     for key in ("open_trace", "list_filtered_page_of_50"):
         assert result[key]["n"] == 5 and 0 < result[key]["p50_ms"] <= result[key]["max_ms"]
+
+
+def test_bench_discover_smoke() -> None:
+    result = _bench(
+        "bench_discover.py",
+        *("--n", "300", "--quality-n", "200", "--seeds", "1", "--embeddings", "tfidf"),
+    )
+    assert result["speed"]["tfidf"]["texts"] == 300 and result["speed"]["tfidf"]["seconds"] > 0
+    f1 = result["quality"]["tfidf"]["held_out"]["f1_mean"]
+    assert 0.0 <= f1 <= 1.0
+    assert set(result["topics"]["tfidf"]) == {"carry", "sign"}

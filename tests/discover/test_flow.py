@@ -101,3 +101,17 @@ def test_a_discovered_category_flows_through_label_link_and_report(
     )
     assert result.exit_code == 0, result.output
     assert new in report.read_text(encoding="utf-8")
+
+    # `misstep review` reads the same run: its taxonomy and its distributions show the type.
+    from misstep.review import ReviewData, open_trace_texts
+    from misstep.rollouts import load_graded
+
+    run = load_graded(demo / "traces.jsonl")
+    texts = open_trace_texts(
+        demo / "traces.jsonl",
+        run.table["trace_id"].astype(str).tolist(),
+        input_sha256=run.input_sha256,
+    )
+    data = ReviewData(run, relabelled, texts, load_taxonomy(found / "taxonomy.yaml"))
+    assert new in [c["key"] for c in data.summary()["taxonomy"]]
+    assert new in json.dumps(data.distributions())

@@ -66,8 +66,10 @@ def _natural(value: str) -> list[tuple[int, int | str]]:
 
 
 def _slug(words: list[str], taken: set[str]) -> str:
-    base = "found_" + "_".join(re.sub(r"[^a-z0-9]", "", w.lower()) for w in words[:2] if w)
-    base = base.rstrip("_")[:56] or "found"
+    # Keys must match the taxonomy's KEY_PATTERN: the first two keywords that have ASCII
+    # letters (a cluster of texts in another script gets a numbered ``found_<n>``).
+    parts = [p for p in (re.sub(r"[^a-z0-9]", "", w.lower()) for w in words) if p][:2]
+    base = ("found_" + "_".join(parts))[:56] if parts else "found"
     key, n = base, 2
     while key in taken:
         key, n = f"{base}_{n}", n + 1
