@@ -5,8 +5,8 @@ Usage: python benchmarks/bench_discover.py [--n 100000] [--quality-n 3000] [--se
 
 - ``speed``: per embedding, ``discover`` on ``--n`` planted texts (wall seconds per stage and in
   all, distinct texts, peak RSS); ``--distinct`` makes every text distinct (the planted
-  texts repeat, and duplicates are embedded once). The target is under 60 s for 10^5 texts on 2 cores;
-  ``cores`` says how many this process could use.
+  texts repeat, and duplicates are embedded once). The target is under 60 s for 10^5 texts
+  on 2 cores; ``cores`` says how many this process could use.
 - ``quality``: per embedding and split (``dev``: the phrasings the method was chosen on;
   ``held_out``: phrasings never looked at while choosing), over ``--seeds`` planted sets of
   ``--quality-n`` texts: the best membership F1 of one proposed category against the planted

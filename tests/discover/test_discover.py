@@ -87,13 +87,23 @@ def test_separable_topics_are_found_by_tfidf() -> None:
 
 
 def test_too_rare_cluster_is_dropped() -> None:
-    items, truth = _topic_texts(600, seed=1)
+    # Two wordings per topic, topics with no word in common: 60% / 36% / 4% of 600 texts.
+    wordings = {
+        "carry": ["carry digit column", "carry digit tens"],
+        "sign": ["negative minus sign", "negative minus flipped"],
+        "rare": ["dice coin chance", "dice coin outcomes"],
+    }
+    counts = {"carry": 360, "sign": 216, "rare": 24}
+    items = [
+        DiscoverText(id=f"{topic}{i}", text=wordings[topic][i % 2])
+        for topic, n in counts.items()
+        for i in range(n)
+    ]
     d = discover(items, DiscoverConfig(embedding="tfidf", k_min=3, k_max=3))
-    rare = {it.id for it, tr in zip(items, truth, strict=True) if tr == "rare"}
-    # k = 3 gives the 4% topic its own cluster; under min_share 5% it is dropped.
+    # k = 3 gives each topic its cluster; the 4% one is under min_share 5%: dropped.
     (dropped,) = d.dropped
-    assert dropped.reason == "too rare" and dropped.size == len(rare)
-    assert d.unassigned == len(rare) and len(d.categories) == 2
+    assert dropped.reason == "too rare" and dropped.size == 24 and dropped.share == 0.04
+    assert d.unassigned == 24 and sorted(c.size for c in d.categories) == [216, 360]
 
 
 def test_too_generic_cluster_is_dropped() -> None:

@@ -105,9 +105,9 @@ def cluster_embeddings(
     k, silhouette = _choose_k(x, w, range(k_range[0], k_range[1] + 1), seed)
     if on_stage is not None:
         on_stage("choosing k")
-    # The reported clustering is the best of 3 starts; the other seeds' runs, which only
-    # measure how much one run's result depends on its seed, take one start each.
-    runs = [_kmeans(x, w, k, seed + i, 3 if i == 0 else 1) for i in range(max(seeds, 1))]
+    # Every seed's run is the same procedure as the reported one (best of 3 starts), so the
+    # ARI measures how much the reported result depends on its seed.
+    runs = [_kmeans(x, w, k, seed + i, 3) for i in range(max(seeds, 1))]
     labels, centers = runs[0]
     ari = None
     stability = {int(c): 1.0 for c in np.unique(labels)}
