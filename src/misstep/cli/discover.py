@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
-from misstep.cli._options import JudgeIdOpt, RunTaxonomyOpt, SeedOpt, check_input
+from misstep.cli._options import (
+    JudgeIdOpt,
+    ModelOpt,
+    RunTaxonomyOpt,
+    SeedOpt,
+    check_base_urls,
+    check_input,
+)
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -48,11 +55,15 @@ def _print_text(d: Discovery, out: Path) -> None:
     o = out_console
     o.print(
         f"{d.texts} texts ({d.distinct_texts} distinct), embedding {d.embedding}: k={d.k} "
-        f"clusters (silhouette {d.silhouette:.2f}), "
+        + (
+            f"clusters (silhouette {d.silhouette:.2f}), "
+            if d.silhouette is not None
+            else f"types proposed in {len(d.judge_rounds)} round(s), "
+        )
         + (
             f"stability across {d.seeds} seeds ARI {d.stability_ari:.2f}"
             if d.stability_ari is not None
-            else "one seed (no stability figure)"
+            else "one run (no stability figure)"
         ),
         markup=False,
     )
@@ -76,7 +87,7 @@ def _print_text(d: Discovery, out: Path) -> None:
             data(c.key),
             str(c.size),
             f"{100 * c.share:.1f}% ({_ci(c.ci)})",
-            f"{c.stability:.2f}",
+            "-" if c.stability is None else f"{c.stability:.2f}",
             data(trend),
             data(", ".join(c.keywords[:6])),
         )
@@ -165,6 +176,37 @@ def discover(
             help="Drop clusters at least this common (too generic; share).",
         ),
     ] = 0.75,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            metavar="NAME",
+            help="openai: a judge server proposes the types and assigns every text (structured "
+            "output) instead of the offline clustering.",
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", metavar="URL", help="--judge openai: the server's /v1 URL."),
+    ] = None,
+    model: ModelOpt = None,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            "--rounds",
+            metavar="INT",
+            min=1,
+            help="--judge: proposal rounds (later ones see the unassigned texts).",
+        ),
+    ] = 2,
+    sample: Annotated[
+        int,
+        typer.Option("--sample", metavar="INT", min=2, help="--judge: texts shown per proposal."),
+    ] = 40,
+    concurrency: Annotated[
+        int,
+        typer.Option("--concurrency", metavar="INT", min=1, help="--judge: requests in flight."),
+    ] = 8,
     seed: SeedOpt = 0,
     output: Annotated[
         DiscoverFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
@@ -179,7 +221,9 @@ def discover(
     from misstep.discover import (
         DISCOVER_STAGES,
         DiscoverConfig,
+        JudgeDiscoverSettings,
         candidate_taxonomy,
+        discover_with_judge,
         read_texts_file,
         texts_from_labels,
         write_taxonomy,
@@ -194,6 +238,16 @@ def discover(
         )
     if out.exists() and not out.is_dir():
         raise OptionError(option="--out", value=str(out), allowed="a directory")
+    if judge is not None and judge != "openai":
+        raise OptionError(
+            option="--judge",
+            value=judge,
+            allowed="openai (an OpenAI-compatible server such as `vllm serve`); the in-process "
+            "vllm backend is not supported by discover",
+        )
+    if judge is not None and base_url is None:
+        raise OptionError(option="--base-url", value=None, allowed="a URL with --judge openai")
+    check_base_urls([base_url] if base_url else None)
     config = DiscoverConfig(
         embedding=embedding.value,
         k_max=k_max,
@@ -226,14 +280,29 @@ def discover(
         console=err_console,
         transient=True,
     ) as progress:
-        task = progress.add_task("", total=len(DISCOVER_STAGES))
-        result = run_discover(
-            items,
-            config,
-            source=source,
-            taken_keys=base.keys,
-            on_stage=lambda name: progress.update(task, advance=1, description=name),
-        )
+        stages = len(DISCOVER_STAGES) if judge is None else rounds + 1
+        task = progress.add_task("", total=stages)
+
+        def on_stage(name: str) -> None:
+            progress.update(task, advance=1, description=name)
+
+        if judge is None:
+            result = run_discover(
+                items, config, source=source, taken_keys=base.keys, on_stage=on_stage
+            )
+        else:
+            assert base_url is not None  # checked above
+            settings = JudgeDiscoverSettings(
+                base_url=base_url,
+                model=model,
+                concurrency=concurrency,
+                seed=seed,
+                sample=sample,
+                rounds=rounds,
+            )
+            result = discover_with_judge(
+                items, settings, config, source=source, taken_keys=base.keys, on_stage=on_stage
+            )
     with writing(out):
         out.mkdir(parents=True, exist_ok=True)
         (out / CATEGORIES_FILE).write_text(result.model_dump_json(indent=2), encoding="utf-8")

@@ -4,9 +4,17 @@ taxonomy."""
 
 from misstep.discover._candidate import candidate_taxonomy, write_taxonomy
 from misstep.discover._cluster import Clustering, cluster_embeddings
-from misstep.discover._discover import DISCOVER_STAGES, DiscoverConfig, discover, wilson
+from misstep.discover._discover import (
+    DISCOVER_STAGES,
+    JUDGE_STAGES,
+    DiscoverConfig,
+    discover,
+    discover_with_judge,
+    wilson,
+)
 from misstep.discover._embed import EMBEDDINGS, Embedding, embed_texts, wordllama_available
 from misstep.discover._inputs import DiscoverText, read_texts_file, texts_from_labels
+from misstep.discover._judge import JudgeDiscoverSettings, JudgeRound
 from misstep.discover._keywords import ctfidf_keywords
 from misstep.discover._planted import PLANTED_KEY, PlantedSet, planted_set
 from misstep.discover._result import (
@@ -22,6 +30,7 @@ __all__ = [
     "CATEGORIES_VERSION",
     "DISCOVER_STAGES",
     "EMBEDDINGS",
+    "JUDGE_STAGES",
     "PLANTED_KEY",
     "CheckpointShare",
     "Clustering",
@@ -32,11 +41,14 @@ __all__ = [
     "DroppedCluster",
     "Embedding",
     "Example",
+    "JudgeDiscoverSettings",
+    "JudgeRound",
     "PlantedSet",
     "candidate_taxonomy",
     "cluster_embeddings",
     "ctfidf_keywords",
     "discover",
+    "discover_with_judge",
     "embed_texts",
     "planted_set",
     "read_texts_file",

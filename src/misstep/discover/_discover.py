@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from misstep.discover._cluster import cluster_embeddings
 from misstep.discover._embed import Embedding, embed_texts
 from misstep.discover._inputs import DiscoverText
+from misstep.discover._judge import JudgeDiscoverSettings, judge_assign
 from misstep.discover._keywords import ctfidf_keywords
 from misstep.discover._result import (
     CheckpointShare,
@@ -22,10 +23,20 @@ from misstep.discover._result import (
 )
 from misstep.errors import AnalysisError
 
-__all__ = ["DISCOVER_STAGES", "DiscoverConfig", "discover", "wilson"]
+__all__ = [
+    "DISCOVER_STAGES",
+    "JUDGE_STAGES",
+    "DiscoverConfig",
+    "discover",
+    "discover_with_judge",
+    "wilson",
+]
 
 DISCOVER_STAGES = ("embedding", "choosing k", "clustering", "describing")
 """The stages ``discover`` reports through ``on_stage``, in order."""
+
+JUDGE_STAGES = ("proposing and assigning", "describing")
+"""The stages ``discover_with_judge`` reports (the first once per round)."""
 
 MIN_TEXTS = 20
 
@@ -65,11 +76,11 @@ def _natural(value: str) -> list[tuple[int, int | str]]:
     return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", value) if p]
 
 
-def _slug(words: list[str], taken: set[str]) -> str:
+def _slug(words: list[str], taken: set[str], parts: int = 2) -> str:
     # Keys must match the taxonomy's KEY_PATTERN: the first two keywords that have ASCII
     # letters (a cluster of texts in another script gets a numbered ``found_<n>``).
-    parts = [p for p in (re.sub(r"[^a-z0-9]", "", w.lower()) for w in words) if p][:2]
-    base = ("found_" + "_".join(parts))[:56] if parts else "found"
+    kept = [p for p in (re.sub(r"[^a-z0-9]", "", w.lower()) for w in words) if p][:parts]
+    base = ("found_" + "_".join(kept))[:56] if kept else "found"
     key, n = base, 2
     while key in taken:
         key, n = f"{base}_{n}", n + 1
@@ -91,9 +102,10 @@ def _describe(
     items: list[DiscoverText],
     labels: np.ndarray,
     distances: np.ndarray,
-    stability: dict[int, float],
+    stability: dict[int, float] | None,
     config: DiscoverConfig,
     taken: set[str],
+    named: list[tuple[str, str]] | None = None,
 ) -> tuple[list[DiscoveredCategory], list[DroppedCluster]]:
     texts = [t.text for t in items]
     keywords = ctfidf_keywords(texts, labels)
@@ -102,6 +114,8 @@ def _describe(
     dropped: list[DroppedCluster] = []
     sizes = Counter(int(c) for c in labels)
     for c, size in sizes.most_common():
+        if c < 0:  # texts the judge put in no type
+            continue
         share = size / n
         words = keywords.get(c, [])
         if share < config.min_share or share >= config.max_share:
@@ -120,17 +134,25 @@ def _describe(
             if len(examples) == 3:
                 break
         shown = ", ".join(words[:3]) or "no distinguishing word"
+        name = f"Found: {shown}"
+        criterion = (
+            f"The explanation is about {shown}, as in the examples (an offline cluster: check "
+            "the members and rewrite this before relabelling)."
+        )
+        key_words = words
+        if named is not None:
+            name, criterion = named[c]
+            key_words = name.split()
         kept.append(
             DiscoveredCategory(
-                key=_slug(words, taken),
-                name=f"Found: {shown}",
-                criterion=f"The explanation is about {shown}, as in the examples (an offline "
-                "cluster: check the members and rewrite this before relabelling).",
+                key=_slug(key_words, taken, parts=2 if named is None else 4),
+                name=name,
+                criterion=criterion,
                 keywords=words,
                 size=size,
                 share=share,
                 ci=wilson(size, n),
-                stability=stability.get(c, 1.0),
+                stability=None if stability is None else stability.get(c, 1.0),
                 per_checkpoint=_per_checkpoint(items, member),
                 examples=examples,
                 members=[items[i].id for i in rows],
@@ -150,11 +172,7 @@ def discover(
     """Propose categories for ``items`` offline. ``taken_keys`` (the run's taxonomy keys) are
     never proposed again. Raises ``AnalysisError`` for fewer than 20 texts."""
     cfg = config or DiscoverConfig()
-    if len(items) < MIN_TEXTS:
-        raise AnalysisError(
-            f"discover needs at least {MIN_TEXTS} texts to cluster, got {len(items)}",
-            hint="label more traces, pass --types all, or give a larger --texts file",
-        )
+    _check_enough(items)
     stage = on_stage or (lambda _name: None)
     # Duplicates are embedded and clustered once, weighted by how often they occur.
     norm = [" ".join(t.text.lower().split()) for t in items]
@@ -193,4 +211,63 @@ def discover(
         categories=categories,
         dropped=dropped,
         unassigned=sum(d.size for d in dropped),
+    )
+
+
+def _check_enough(items: list[DiscoverText]) -> None:
+    if len(items) < MIN_TEXTS:
+        raise AnalysisError(
+            f"discover needs at least {MIN_TEXTS} texts to cluster, got {len(items)}",
+            hint="label more traces, pass --types all, or give a larger --texts file",
+        )
+
+
+def discover_with_judge(
+    items: list[DiscoverText],
+    settings: JudgeDiscoverSettings,
+    config: DiscoverConfig | None = None,
+    *,
+    source: str = "texts",
+    taken_keys: list[str] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> Discovery:
+    """Propose categories with a judge server: its names and criteria, its assignments; the
+    prevalence filter, keywords, intervals and examples as offline. Raises
+    ``AnalysisError`` for fewer than 20 texts, ``JudgeUnavailableError`` for no server."""
+    cfg = config or DiscoverConfig()
+    _check_enough(items)
+    stage = on_stage or (lambda _name: None)
+    labels, types, rounds = judge_assign(items, settings, on_round=stage)
+    categories, dropped = _describe(
+        items,
+        labels,
+        np.zeros(len(items)),
+        None,
+        cfg,
+        set(taken_keys or []),
+        named=types,
+    )
+    stage("describing")
+    return Discovery(
+        source=source,
+        embedding="judge",
+        texts=len(items),
+        distinct_texts=len({t.text for t in items}),
+        k=len(types),
+        silhouette=None,
+        seeds=1,
+        stability_ari=None,
+        min_share=cfg.min_share,
+        max_share=cfg.max_share,
+        categories=categories,
+        dropped=dropped,
+        unassigned=int((labels < 0).sum()) + sum(d.size for d in dropped),
+        judge_rounds=[
+            {
+                "proposed": [name for name, _ in r.proposed],
+                "assigned": r.assigned,
+                "used_embeddings": r.used_embeddings,
+            }
+            for r in rounds
+        ],
     )

@@ -63,9 +63,9 @@ class DiscoveredCategory(_Model):
     """Members over all texts analysed."""
     ci: tuple[float, float]
     """Wilson 95% interval of ``share``."""
-    stability: float
+    stability: float | None
     """Mean best Jaccard overlap with a cluster of each other seed's run (1 = always the same
-    members)."""
+    members); None on the judge path, which runs once."""
     per_checkpoint: list[CheckpointShare]
     """Prevalence per checkpoint, in checkpoint order (empty when texts carry none)."""
     examples: list[Example]
@@ -95,15 +95,17 @@ class Discovery(_Model):
     source: str
     """What was clustered: ``texts FILE`` or ``labels RUN_DIR (types)``."""
     embedding: str
-    """``wordllama`` or ``tfidf``."""
+    """``wordllama`` or ``tfidf``; ``judge`` when a judge server proposed and assigned."""
     texts: int
     """Texts analysed."""
     distinct_texts: int
     """Distinct texts among them (duplicates are clustered once)."""
     k: int
-    """Clusters made before filtering (chosen by the silhouette)."""
-    silhouette: float
-    """Silhouette of the chosen k on a sample (-1 to 1; higher is better separated)."""
+    """Clusters made before filtering (chosen by the silhouette), or types the judge
+    proposed."""
+    silhouette: float | None
+    """Silhouette of the chosen k on a sample (-1 to 1; higher is better separated); None on
+    the judge path."""
     seeds: int
     """k-means runs with different seeds."""
     stability_ari: float | None
@@ -117,4 +119,7 @@ class Discovery(_Model):
     dropped: list[DroppedCluster] = Field(default_factory=list)
     """Clusters the prevalence filter removed."""
     unassigned: int = 0
-    """Texts in dropped clusters."""
+    """Texts in dropped clusters, or that the judge assigned to no type."""
+    judge_rounds: list[dict[str, object]] = Field(default_factory=list)
+    """Judge path: per round the types proposed, texts assigned, and whether the server's
+    embeddings chose the sample."""
