@@ -94,8 +94,10 @@ def test_cli_judge_path_prints_the_table_and_writes_the_taxonomy(tmp_path: Path)
         _script(server)
         result = CliRunner().invoke(
             app,
-            ["discover", "--texts", str(texts), "--out", str(tmp_path / "o")]
-            + ["--judge", "openai", "--base-url", server.base_url, "--rounds", "1"],
+            [
+                *("discover", "--texts", str(texts), "--out", str(tmp_path / "o")),
+                *("--judge", "openai", "--base-url", server.base_url, "--rounds", "1"),
+            ],
         )
     assert result.exit_code == 0, result.output
     assert "Proposed categories" in result.output and "found_dropped_minus_sign" in result.output
