@@ -11,6 +11,7 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._options import (
     JudgeIdOpt,
+    MaxTokensOpt,
     ModelOpt,
     RunTaxonomyOpt,
     SeedOpt,
@@ -190,6 +191,7 @@ def discover(
         typer.Option("--base-url", metavar="URL", help="--judge openai: the server's /v1 URL."),
     ] = None,
     model: ModelOpt = None,
+    max_tokens: MaxTokensOpt = 1024,
     rounds: Annotated[
         int,
         typer.Option(
@@ -295,6 +297,7 @@ def discover(
             settings = JudgeDiscoverSettings(
                 base_url=base_url,
                 model=model,
+                max_tokens=max_tokens,
                 concurrency=concurrency,
                 seed=seed,
                 sample=sample,
