@@ -115,104 +115,145 @@ def _print_text(d: Discovery, out: Path) -> None:
     )
 
 
+_OutOpt = Annotated[
+    Path,
+    typer.Option(
+        "--out", "-o", metavar="DIR", help="Directory for categories.json and taxonomy.yaml."
+    ),
+]
+_LabelsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--labels",
+        metavar="RUN_DIR",
+        help="Run directory (or labels.jsonl) of `misstep label`.",
+    ),
+]
+_TextsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--texts",
+        metavar="FILE",
+        help="JSONL of texts instead of a label run: id, text, optional checkpoint, quote.",
+    ),
+]
+_TypesOpt = Annotated[
+    str,
+    typer.Option(
+        "--types",
+        metavar="KEYS",
+        help="With --labels: the error types whose explanations to cluster, comma-separated, "
+        "or `all`.",
+    ),
+]
+_EmbeddingOpt = Annotated[
+    EmbeddingChoice,
+    typer.Option("--embedding", help="wordllama (misstep[discover]) or tfidf (LSA)."),
+]
+_KMaxOpt = Annotated[
+    int, typer.Option("--k-max", metavar="INT", min=2, help="Most clusters tried.")
+]
+_SeedsOpt = Annotated[
+    int,
+    typer.Option("--seeds", metavar="INT", min=1, help="k-means runs compared for stability."),
+]
+_MinShareOpt = Annotated[
+    float,
+    typer.Option(
+        "--min-share", metavar="FLOAT", min=0.0, max=1.0, help="Drop rarer clusters (share)."
+    ),
+]
+_MaxShareOpt = Annotated[
+    float,
+    typer.Option(
+        "--max-share",
+        metavar="FLOAT",
+        min=0.0,
+        max=1.0,
+        help="Drop clusters at least this common (too generic; share).",
+    ),
+]
+_JudgeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge",
+        metavar="NAME",
+        help="openai: a judge server proposes the types and assigns every text (structured "
+        "output) instead of the offline clustering.",
+    ),
+]
+_BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", metavar="URL", help="--judge openai: the server's /v1 URL."),
+]
+_RoundsOpt = Annotated[
+    int,
+    typer.Option(
+        "--rounds",
+        metavar="INT",
+        min=1,
+        help="--judge: proposal rounds (later ones see the unassigned texts).",
+    ),
+]
+_SampleOpt = Annotated[
+    int,
+    typer.Option("--sample", metavar="INT", min=2, help="--judge: texts shown per proposal."),
+]
+_ConcurrencyOpt = Annotated[
+    int,
+    typer.Option("--concurrency", metavar="INT", min=1, help="--judge: requests in flight."),
+]
+_OutputOpt = Annotated[
+    DiscoverFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
+]
+
+
+def _check_options(
+    labels: Path | None, texts: Path | None, out: Path, judge: str | None, base_url: str | None
+) -> None:
+    """The option checks, before any reading."""
+    if (labels is None) == (texts is None):
+        raise OptionError(
+            option="--labels/--texts",
+            value="both" if labels is not None else "neither",
+            allowed="exactly one of --labels RUN_DIR or --texts FILE",
+        )
+    if out.exists() and not out.is_dir():
+        raise OptionError(option="--out", value=str(out), allowed="a directory")
+    if judge is not None and judge != "openai":
+        raise OptionError(
+            option="--judge",
+            value=judge,
+            allowed="openai (an OpenAI-compatible server such as `vllm serve`); the in-process "
+            "vllm backend is not supported by discover",
+        )
+    if judge is not None and base_url is None:
+        raise OptionError(option="--base-url", value=None, allowed="a URL with --judge openai")
+    check_base_urls([base_url] if base_url else None)
+
+
 @handles_errors
 def discover(
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", "-o", metavar="DIR", help="Directory for categories.json and taxonomy.yaml."
-        ),
-    ],
-    labels: Annotated[
-        Path | None,
-        typer.Option(
-            "--labels",
-            metavar="RUN_DIR",
-            help="Run directory (or labels.jsonl) of `misstep label`.",
-        ),
-    ] = None,
-    texts: Annotated[
-        Path | None,
-        typer.Option(
-            "--texts",
-            metavar="FILE",
-            help="JSONL of texts instead of a label run: id, text, optional checkpoint, quote.",
-        ),
-    ] = None,
-    types: Annotated[
-        str,
-        typer.Option(
-            "--types",
-            metavar="KEYS",
-            help="With --labels: the error types whose explanations to cluster, comma-separated, "
-            "or `all`.",
-        ),
-    ] = "other",
+    out: _OutOpt,
+    labels: _LabelsOpt = None,
+    texts: _TextsOpt = None,
+    types: _TypesOpt = "other",
     taxonomy: RunTaxonomyOpt = None,
     judge_id: JudgeIdOpt = None,
-    embedding: Annotated[
-        EmbeddingChoice,
-        typer.Option("--embedding", help="wordllama (misstep[discover]) or tfidf (LSA)."),
-    ] = EmbeddingChoice.wordllama,
-    k_max: Annotated[
-        int, typer.Option("--k-max", metavar="INT", min=2, help="Most clusters tried.")
-    ] = 15,
-    seeds: Annotated[
-        int,
-        typer.Option("--seeds", metavar="INT", min=1, help="k-means runs compared for stability."),
-    ] = 3,
-    min_share: Annotated[
-        float,
-        typer.Option(
-            "--min-share", metavar="FLOAT", min=0.0, max=1.0, help="Drop rarer clusters (share)."
-        ),
-    ] = 0.05,
-    max_share: Annotated[
-        float,
-        typer.Option(
-            "--max-share",
-            metavar="FLOAT",
-            min=0.0,
-            max=1.0,
-            help="Drop clusters at least this common (too generic; share).",
-        ),
-    ] = 0.75,
-    judge: Annotated[
-        str | None,
-        typer.Option(
-            "--judge",
-            metavar="NAME",
-            help="openai: a judge server proposes the types and assigns every text (structured "
-            "output) instead of the offline clustering.",
-        ),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option("--base-url", metavar="URL", help="--judge openai: the server's /v1 URL."),
-    ] = None,
+    embedding: _EmbeddingOpt = EmbeddingChoice.wordllama,
+    k_max: _KMaxOpt = 15,
+    seeds: _SeedsOpt = 3,
+    min_share: _MinShareOpt = 0.05,
+    max_share: _MaxShareOpt = 0.75,
+    judge: _JudgeOpt = None,
+    base_url: _BaseUrlOpt = None,
     model: ModelOpt = None,
     max_tokens: MaxTokensOpt = 1024,
-    rounds: Annotated[
-        int,
-        typer.Option(
-            "--rounds",
-            metavar="INT",
-            min=1,
-            help="--judge: proposal rounds (later ones see the unassigned texts).",
-        ),
-    ] = 2,
-    sample: Annotated[
-        int,
-        typer.Option("--sample", metavar="INT", min=2, help="--judge: texts shown per proposal."),
-    ] = 40,
-    concurrency: Annotated[
-        int,
-        typer.Option("--concurrency", metavar="INT", min=1, help="--judge: requests in flight."),
-    ] = 8,
+    rounds: _RoundsOpt = 2,
+    sample: _SampleOpt = 40,
+    concurrency: _ConcurrencyOpt = 8,
     seed: SeedOpt = 0,
-    output: Annotated[
-        DiscoverFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
-    ] = DiscoverFormat.text,
+    output: _OutputOpt = DiscoverFormat.text,
 ) -> None:
     """Propose the error types the taxonomy misses: cluster the judge's explanations (of
     `other` by default) or free texts offline, and write OUT/categories.json and a candidate
@@ -232,24 +273,7 @@ def discover(
     )
     from misstep.discover import discover as run_discover
 
-    if (labels is None) == (texts is None):
-        raise OptionError(
-            option="--labels/--texts",
-            value="both" if labels is not None else "neither",
-            allowed="exactly one of --labels RUN_DIR or --texts FILE",
-        )
-    if out.exists() and not out.is_dir():
-        raise OptionError(option="--out", value=str(out), allowed="a directory")
-    if judge is not None and judge != "openai":
-        raise OptionError(
-            option="--judge",
-            value=judge,
-            allowed="openai (an OpenAI-compatible server such as `vllm serve`); the in-process "
-            "vllm backend is not supported by discover",
-        )
-    if judge is not None and base_url is None:
-        raise OptionError(option="--base-url", value=None, allowed="a URL with --judge openai")
-    check_base_urls([base_url] if base_url else None)
+    _check_options(labels, texts, out, judge, base_url)
     config = DiscoverConfig(
         embedding=embedding.value,
         k_max=k_max,
