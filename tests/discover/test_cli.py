@@ -123,3 +123,22 @@ def test_missing_extra_gives_the_install_hint(
     result = runner.invoke(app, ["discover", "--texts", str(texts), "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert "misstep[discover]" in result.output and "--embedding tfidf" in result.output
+
+
+def test_identical_explanations_are_an_error_not_a_traceback(tmp_path: Path) -> None:
+    # A rules-judge run: every `other` label carries the same explanation.
+    run = tmp_path / "run"
+    run.mkdir()
+    with (run / "labels.jsonl").open("w") as fh:
+        for i in range(40):
+            rec = StoredLabel(
+                trace_id=f"t{i}",
+                judge="rules",
+                status="ok",
+                error_type="other",
+                explanation="rules judge: no checkable arithmetic error found",
+            )
+            fh.write(rec.model_dump_json() + "\n")
+    result = runner.invoke(app, ["discover", "--labels", str(run), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "only 1 distinct text" in result.output and "model judge" in result.output

@@ -180,6 +180,13 @@ def discover(
     index = {t: i for i, t in enumerate(distinct)}
     row_of = np.fromiter((index[t] for t in norm), dtype=np.int64, count=len(norm))
     weights = np.bincount(row_of, minlength=len(distinct)).astype(np.float64)
+    if len(distinct) <= cfg.k_min:
+        raise AnalysisError(
+            f"the {len(items)} texts hold only {len(distinct)} distinct text(s): too few to "
+            f"cluster into {cfg.k_min} or more groups",
+            hint="a rules-judge run writes the same explanation for every `other` label: "
+            "relabel with a model judge (--judge openai), pass --types all, or use --texts",
+        )
     x = embed_texts(distinct, cfg.embedding, seed=cfg.seed)
     stage("embedding")
     k_max = max(cfg.k_min, min(cfg.k_max, len(distinct) - 1))

@@ -194,7 +194,9 @@ def judge_assign(
         left = np.flatnonzero(labels < 0)
         if len(left) == 0:
             break
-        sample, used = _sample(client, [items[i].text for i in left], settings.sample, rng)
+        # Distinct texts only: a sample of repeats would show the server one text many times.
+        distinct = sorted({items[i].text for i in left})
+        sample, used = _sample(client, distinct, settings.sample, rng)
         new = _propose(client, sample, [n for n, _ in types])
         if not new:
             rounds.append(JudgeRound(proposed=[], assigned=0, used_embeddings=used))
