@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from typer.testing import CliRunner
 
 from misstep.cli import app
@@ -111,3 +112,24 @@ def test_cli_refuses_the_in_process_backend(tmp_path: Path) -> None:
         app, ["discover", "--texts", "x", "--out", str(tmp_path), "--judge", "vllm"]
     )
     assert result.exit_code == 2 and "openai" in result.output
+
+
+class _EmbeddingServer:
+    """Stands in for a server that serves /v1/embeddings: three tight groups of texts."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        centre = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.0, 0.0, 1.0]}
+        rng = np.random.default_rng(0)
+        x = np.array([centre[t[0]] for t in texts]) + rng.normal(0, 0.01, (len(texts), 3))
+        return np.asarray(x / np.linalg.norm(x, axis=1, keepdims=True))
+
+
+def test_with_embeddings_the_sample_covers_every_group() -> None:
+    from misstep.discover._judge import _sample
+
+    # 50 + 45 + 5 texts: a random sample of 3 would often miss the small group; the texts
+    # nearest the k-means centres take one from each.
+    texts = [f"a{i}" for i in range(50)] + [f"b{i}" for i in range(45)] + ["c0", "c1", "c2"]
+    texts += ["c3", "c4"]
+    picked, used = _sample(_EmbeddingServer(), texts, 3, np.random.default_rng(1))  # type: ignore[arg-type]
+    assert used and sorted(t[0] for t in picked) == ["a", "b", "c"]
