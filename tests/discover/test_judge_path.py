@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from misstep.cli import app
@@ -133,3 +134,12 @@ def test_with_embeddings_the_sample_covers_every_group() -> None:
     texts += ["c3", "c4"]
     picked, used = _sample(_EmbeddingServer(), texts, 3, np.random.default_rng(1))  # type: ignore[arg-type]
     assert used and sorted(t[0] for t in picked) == ["a", "b", "c"]
+
+
+def test_unserved_model_names_the_served_ones() -> None:
+    from misstep.errors import OptionError
+
+    with FakeOpenAIServer() as server:
+        settings = JudgeDiscoverSettings(base_url=server.base_url, model="nope")
+        with pytest.raises(OptionError, match="fake-judge"):
+            run(_items(), settings)

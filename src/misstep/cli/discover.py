@@ -148,7 +148,7 @@ _TypesOpt = Annotated[
 ]
 _EmbeddingOpt = Annotated[
     EmbeddingChoice,
-    typer.Option("--embedding", help="wordllama (misstep[discover]) or tfidf (LSA)."),
+    typer.Option("--embedding", help="wordllama (the discover extra) or tfidf (LSA, no extra)."),
 ]
 _KMaxOpt = Annotated[
     int, typer.Option("--k-max", metavar="INT", min=2, help="Most clusters tried.")

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from misstep.discover._inputs import DiscoverText
-from misstep.errors import JudgeUnavailableError
+from misstep.errors import JudgeUnavailableError, OptionError
 
 __all__ = ["JudgeDiscoverSettings", "JudgeRound", "judge_assign"]
 
@@ -86,6 +86,15 @@ class _Client:
             raise JudgeUnavailableError(url=settings.base_url, reason=str(exc)) from None
         if not served:
             raise JudgeUnavailableError(url=settings.base_url, reason="it serves no model")
+        if settings.model is not None and settings.model not in served:
+            raise OptionError(option="--model", value=settings.model, allowed=", ".join(served))
+        if settings.model is None and len(served) > 1:
+            raise OptionError(
+                option="--model",
+                value=None,
+                allowed=", ".join(served),
+                hint="the server serves several models: name one",
+            )
         self.model = settings.model or served[0]
 
     def ask(self, messages: list[dict[str, str]], model: type[BaseModel], name: str) -> Any:
