@@ -221,3 +221,14 @@ def test_bench_estimators_smoke() -> None:
             assert 0 <= result[case][name]["coverage"] <= 1
             assert result[case][name]["intervals"] == 2 * 3 * 5
         assert result[case]["plan"]["draws"] == 5
+
+
+def test_bench_discover_smoke() -> None:
+    result = _bench(
+        "bench_discover.py",
+        *("--n", "300", "--quality-n", "200", "--seeds", "1", "--embeddings", "tfidf"),
+    )
+    assert result["speed"]["tfidf"]["texts"] == 300 and result["speed"]["tfidf"]["seconds"] > 0
+    f1 = result["quality"]["tfidf"]["held_out"]["f1_mean"]
+    assert 0.0 <= f1 <= 1.0
+    assert set(result["topics"]["tfidf"]) == {"carry", "sign"}

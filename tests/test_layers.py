@@ -1,6 +1,6 @@
 """Lower layers never import higher ones: rollouts -> taxonomy -> labels -> prompts -> judge
--> metrics -> agreement -> link -> report -> review -> pipelines -> cli. Checked on the source text
-(ast), so lazy imports inside functions count too."""
+-> metrics -> agreement -> discover -> link -> report -> review -> pipelines -> cli. Checked on
+the source text (ast), so lazy imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ ORDER = [
     "judge",
     "metrics",
     "agreement",
+    "discover",
     "link",
     "report",
     "review",

@@ -260,6 +260,16 @@ def _omnibus(
     return stat, int(dof), deff, float(stats.chi2.sf(stat, dof))
 
 
+def _jsd(pa: np.ndarray, pb: np.ndarray) -> float:
+    """Jensen-Shannon divergence (base 2). For equal shares scipy's sum can round to a tiny
+    negative number under its square root (a RuntimeWarning and NaN): that is 0."""
+    with np.errstate(invalid="ignore"):
+        distance = float(jensenshannon(pa, pb, base=2))
+    if not np.isfinite(distance) and np.allclose(pa, pb):
+        return 0.0
+    return distance**2
+
+
 def distribution_shifts(
     shares: list[CheckpointShares],
     draws: dict[str, np.ndarray],
@@ -333,7 +343,7 @@ def distribution_shifts(
                 design_effect=deff,
                 p_value=p,
                 p_raw=p,
-                jsd=float(jensenshannon(pa, pb, base=2) ** 2),
+                jsd=_jsd(pa, pb),
                 changes=changes,
             )
         )
