@@ -37,7 +37,9 @@ class CompareMetric(StrEnum):
 def _one_checkpoint(
     table: pd.DataFrame, chosen: str | None, option: str, path: Path
 ) -> pd.DataFrame:
-    names = sorted(table["checkpoint"].astype(str).unique().tolist())
+    from misstep.metrics import order_checkpoints
+
+    names = order_checkpoints(table)
     if chosen is None:
         if len(names) > 1:
             raise OptionError(

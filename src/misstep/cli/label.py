@@ -87,7 +87,8 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         )
         for key in keys + extra:
             by_ck.add_column(key, justify="right")
-        for checkpoint, counts in sorted(summary.error_types_by_checkpoint.items()):
+        # Already in checkpoint order (metrics.order_checkpoints), as every command lists them.
+        for checkpoint, counts in summary.error_types_by_checkpoint.items():
             by_ck.add_row(data(checkpoint), *(str(counts.get(k, 0)) for k in keys + extra))
         console.print(by_ck)
     console.print(

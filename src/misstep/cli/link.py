@@ -27,6 +27,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     check_output_file,
+    label_run,
     parse_ks,
 )
 
@@ -66,8 +67,8 @@ def _analyse(
     judge_id: str | None = None,
     taxonomy: Path | None = None,
 ) -> RunAnalysis:
-    ks = parse_ks(k) or [1, 4, 16]
-    check_input(labels, "--labels")
+    ks = parse_ks(k)  # None: what the samples allow (metrics.default_ks)
+    labels = label_run(labels, "--labels")
     for path in human or []:
         check_input(path, "--human")
     if train_metrics is not None:

@@ -17,7 +17,6 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_run
 from misstep.cli._options import (
-    DEFAULT_KS,
     ByOpt,
     GroupBy,
     HumanOpt,
@@ -33,6 +32,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     check_output_file,
+    label_run,
     parse_ks,
 )
 from misstep.errors import OptionError
@@ -63,7 +63,7 @@ class CoverageFormat(StrEnum):
 
 def _fmt(value: float | None, signed: bool = False) -> str:
     if value is None:
-        return "-"
+        return "n/a"  # undefined in the metrics layer (null in JSON); a note says why
     text = f"{value:+.3f}" if signed else f"{value:.3f}"
     if signed and value < 0:
         return f"[red]{text}[/]"
@@ -207,7 +207,7 @@ def summary(
     if plot is not None:
         check_output_file(plot, "--plot")
     if labels is not None:
-        check_input(labels, "--labels")
+        labels = label_run(labels, "--labels")
     for path in human or []:
         check_input(path, "--human")
     run = load_run(
@@ -217,16 +217,15 @@ def summary(
         skip_invalid=skip_invalid,
         no_cache=no_cache,
     )
-    from misstep.metrics import problem_counts, vote_metrics
+    from misstep.metrics import check_ks, default_ks, max_samples, problem_counts, vote_metrics
 
     counts = problem_counts(run.table)
-    max_n = int(counts.problems["n"].max())
-    ks = wanted if wanted is not None else [x for x in DEFAULT_KS if x <= max_n] or [1]
+    most = max_samples(counts)
+    ks = check_ks(wanted, most) if wanted is not None else default_ks(most)
     by_dataset = None if by is None else by is GroupBy.dataset
     rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=seed)
-    for row in rows:
-        for note in row.notes:
-            err_console.print(f"note: {note}", markup=False)
+    for note in dict.fromkeys(note for row in rows for note in row.notes):
+        err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     records: list[dict[str, Any]] = [row.to_json() for row in rows]
     error_table = None
     if labels is not None:
