@@ -364,8 +364,8 @@ def voting_table(
                 tally.add(f"early-stop-{m}of{n}", *run.early(cls, none, m, n))
             tally.add(f"pass@{k}", pass_at_k_one(n_p, c_p, min(k, n_p)), 0.0, float(min(k, n_p)))
             if votes is not None:
-                problem = (checkpoint, str(run.problems["dataset"].iat[p]))
-                problem += (str(run.problems["problem_id"].iat[p]),)
+                ds, pid = run.problems["dataset"].iat[p], run.problems["problem_id"].iat[p]
+                problem = (checkpoint, str(ds), str(pid))
                 tally.add("maj@all", votes.get(problem, (0.0, 0.0))[0], 0.0, float(n_p))
                 if short is not None:
                     value = short.get(problem, (0.0, 0.0))[1]
