@@ -74,10 +74,10 @@ def _new_table(title: str, rows: list[CheckpointMetrics]) -> tuple[Table, bool]:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    table.add_column("checkpoint", no_wrap=True)
+    table.add_column("checkpoint", overflow="fold")
     with_dataset = len({row.dataset for row in rows}) > 1
     if with_dataset:
-        table.add_column("dataset", no_wrap=True)
+        table.add_column("dataset", overflow="fold")
     return table, with_dataset
 
 
@@ -85,7 +85,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
     votes, with_dataset = _new_table("Vote metrics per checkpoint (shares of problems)", rows)
     for k in ks:
         for prefix in ("pass", "maj", "sc_gain"):
-            votes.add_column(f"{prefix}@{k}", justify="right", no_wrap=True)
+            votes.add_column(f"{prefix}@{k}", justify="right", overflow="fold")
     answers, _ = _new_table("Answers and outcomes per checkpoint", rows)
     columns = (
         "problems (count)",
@@ -100,7 +100,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
         "no answer (count)",
     )
     for name in columns:
-        answers.add_column(name, justify="right", no_wrap=True)
+        answers.add_column(name, justify="right", overflow="fold")
     for row in rows:
         head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
         cells: list[Any] = list(head)
@@ -133,7 +133,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
             "(percentage points, 95% interval, verdict)",
             rows,
         )
-        table.add_column("from", no_wrap=True)
+        table.add_column("from", overflow="fold")
         table.add_column("shared problems", justify="right")
         table.add_column("pass@1", justify="right")
         for k in ks:
@@ -384,9 +384,9 @@ def _coverage_tables(result: Coverage) -> tuple[Table, Table]:
             _fmt(result.forgetting[i]),
         )
     jaccard = Table(title="Jaccard similarity of solved sets", title_justify="left")
-    jaccard.add_column("", no_wrap=True)
+    jaccard.add_column("", overflow="fold")
     for name in result.checkpoints:
-        jaccard.add_column(data(name), justify="right", no_wrap=True)
+        jaccard.add_column(data(name), justify="right", overflow="fold")
     for name, values in zip(result.checkpoints, result.jaccard, strict=True):
         jaccard.add_row(data(name), *(_fmt(v) for v in values))
     return moves, jaccard
