@@ -47,7 +47,7 @@ REFUSALS = {
 # column's cells: an interval under its value, a share beside its count).
 _SUMMARY = {
     "checkpoint": "checkpoint",
-    "dataset": "dataset",
+    "dataset": "",  # a column only when there are several datasets
     "n_problems": "problems (count)",
     "n_samples": "samples (count)",
     "answer_entropy": "entropy (bits)",
