@@ -113,6 +113,14 @@ def _scores(counts: np.ndarray, good: np.ndarray, metric: str) -> np.ndarray:
     return np.where(n_top > 0, hits / np.maximum(n_top, 1), 0.0)
 
 
+def _own_classes(row: np.ndarray, good: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One problem's counts and correctness restricted to the classes it has (plus the
+    no-answer bucket, last): the class columns are shared by every problem of both runs, so
+    most are 0 for any one problem, and resampling them costs time for nothing."""
+    cols = np.flatnonzero(row[:-1])
+    return np.append(row[cols], row[-1]), good[cols]
+
+
 def _poisson_binomial(p: np.ndarray) -> np.ndarray:
     dist = np.zeros(len(p) + 1)
     dist[0] = 1.0
@@ -128,11 +136,12 @@ def _spread(
     if not k_fits(2, int(counts.sum(axis=1).max(initial=0))):
         return None  # one sample per problem: a resample of it is itself, no spread to see
     probs = []
-    for row, right in zip(counts, good, strict=True):
-        n = int(row.sum())
+    for full_row, full_right in zip(counts, good, strict=True):
+        n = int(full_row.sum())
         if n == 0:
             probs.append(0.0)
             continue
+        row, right = _own_classes(full_row, full_right)
         draws = rng.multinomial(n, row / n, size=n_resample)
         probs.append(float(_scores(draws, right, "maj").mean()))
     dist = _poisson_binomial(np.asarray(probs))
@@ -220,8 +229,9 @@ def compare_runs(
     pooled = ca + cb
     n_a = ca.sum(axis=1)
     for i in range(len(keys)):
-        draws = rng.multivariate_hypergeometric(pooled[i], int(n_a[i]), size=n_perm)
-        null += _scores(pooled[i] - draws, good[i], metric) - _scores(draws, good[i], metric)
+        own, right = _own_classes(pooled[i], good[i])
+        draws = rng.multivariate_hypergeometric(own, int(n_a[i]), size=n_perm)
+        null += _scores(own - draws, right, metric) - _scores(draws, right, metric)
     null /= len(keys)
     p_value = float((1 + int((np.abs(null) >= abs(observed) - 1e-12).sum())) / (1 + n_perm))
     verdict = "within noise" if p_value >= 0.05 else ("b better" if observed > 0 else "a better")
