@@ -218,8 +218,7 @@ def _check(command: str, run: Run, result: Result) -> None:
     if result.exit_code != 0:
         expected = _refusal(command.split()[0], run.name)
         assert expected is not None and expected in output, (
-            f"{command} on {run.name}: exit {result.exit_code}, not a documented refusal:\n"
-            f"{output}"
+            f"{command} on {run.name}: exit {result.exit_code}, not a documented refusal:\n{output}"
         )
         return
     assert "…" not in result.stdout, f"{command} on {run.name} cuts a value or header:\n{output}"
