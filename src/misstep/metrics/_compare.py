@@ -229,9 +229,9 @@ def compare_runs(
     pooled = ca + cb
     n_a = ca.sum(axis=1)
     for i in range(len(keys)):
-        own, right = _own_classes(pooled[i], good[i])
+        own, own_good = _own_classes(pooled[i], good[i])
         draws = rng.multivariate_hypergeometric(own, int(n_a[i]), size=n_perm)
-        null += _scores(own - draws, right, metric) - _scores(draws, right, metric)
+        null += _scores(own - draws, own_good, metric) - _scores(draws, own_good, metric)
     null /= len(keys)
     p_value = float((1 + int((np.abs(null) >= abs(observed) - 1e-12).sum())) / (1 + n_perm))
     verdict = "within noise" if p_value >= 0.05 else ("b better" if observed > 0 else "a better")
