@@ -118,6 +118,8 @@ def _own_classes(row: np.ndarray, good: np.ndarray) -> tuple[np.ndarray, np.ndar
     no-answer bucket, last): the class columns are shared by every problem of both runs, so
     most are 0 for any one problem, and resampling them costs time for nothing."""
     cols = np.flatnonzero(row[:-1])
+    if cols.size == 0:  # no sample answered: one empty class keeps the arrays' shape
+        return np.array([0, row[-1]], dtype=row.dtype), np.zeros(1, dtype=bool)
     return np.append(row[cols], row[-1]), good[cols]
 
 
