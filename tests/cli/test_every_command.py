@@ -20,7 +20,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -113,7 +113,6 @@ class Run:
     human: Path | None
     checkpoints: list[str]
     label_result: Result
-    outputs: dict[str, Result] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +143,8 @@ def _one_per_problem(source: Path, out: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, cache_dir: Path) -> Iterator[dict[str, Run]]:
-    """Runs prepared lazily (``prepare``), each once per module."""
+def runs() -> Iterator[dict[str, Run]]:
+    """Runs prepared lazily (``_prepare``), each once per module."""
     made: dict[str, Run] = {}
     yield made
 
