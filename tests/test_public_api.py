@@ -140,6 +140,7 @@ PUBLIC = {
         "compare_runs",
         "coverage",
         "default_ks",
+        "fitting_samples",
         "k_fits",
         "maj_at_k_one",
         "max_samples",

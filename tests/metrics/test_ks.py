@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from misstep.errors import OptionError
-from misstep.metrics import check_ks, default_ks, k_fits, max_samples
+from misstep.metrics import check_ks, default_ks, fitting_samples, k_fits, max_samples
 
 
 def test_allowed_ks_pass_sorted_and_distinct() -> None:
@@ -58,3 +58,5 @@ def test_max_samples_counts_rows_per_problem() -> None:
         }
     )
     assert max_samples(table) == 2  # c/p has two rows; c/q and d/p one each
+    # Every group has a problem with one sample (c/q, d/p): no k above 1 gives a value.
+    assert fitting_samples(table) == 1 and default_ks(fitting_samples(table)) == [1]

@@ -217,11 +217,21 @@ def summary(
         skip_invalid=skip_invalid,
         no_cache=no_cache,
     )
-    from misstep.metrics import check_ks, default_ks, max_samples, problem_counts, vote_metrics
+    from misstep.metrics import (
+        check_ks,
+        default_ks,
+        fitting_samples,
+        max_samples,
+        problem_counts,
+        vote_metrics,
+    )
 
     counts = problem_counts(run.table)
-    most = max_samples(counts)
-    ks = check_ks(wanted, most) if wanted is not None else default_ks(most)
+    ks = (
+        check_ks(wanted, max_samples(counts))
+        if wanted is not None
+        else default_ks(fitting_samples(counts))
+    )
     by_dataset = None if by is None else by is GroupBy.dataset
     rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=seed)
     for note in dict.fromkeys(note for row in rows for note in row.notes):

@@ -160,10 +160,12 @@ def voting(
         skip_invalid=skip_invalid,
         no_cache=no_cache,
     )
-    from misstep.metrics import check_ks, default_ks, max_samples, voting_table
+    from misstep.metrics import check_ks, default_ks, fitting_samples, max_samples, voting_table
 
-    most = max_samples(run.table)
-    budget = check_ks([k], most)[0] if k is not None else default_ks(most)[-1]
+    if k is not None:
+        budget = check_ks([k], max_samples(run.table))[0]
+    else:
+        budget = default_ks(fitting_samples(run.table))[-1]
     weights = None
     if weight_field is not None:
         weights = _field_values(traces, input_format, run.table, weight_field)

@@ -3,7 +3,14 @@
 from misstep.metrics._compare import Comparison, compare_runs
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._coverage import Coverage, coverage
-from misstep.metrics._ks import DEFAULT_KS, check_ks, default_ks, k_fits, max_samples
+from misstep.metrics._ks import (
+    DEFAULT_KS,
+    check_ks,
+    default_ks,
+    fitting_samples,
+    k_fits,
+    max_samples,
+)
 from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k, pass_at_k_one
@@ -32,6 +39,7 @@ __all__ = [
     "compare_runs",
     "coverage",
     "default_ks",
+    "fitting_samples",
     "k_fits",
     "maj_at_k_one",
     "max_samples",

@@ -5,7 +5,10 @@
 - A checkpoint (x dataset) group *has a value* at an allowed k only when every one of its
   problems has at least k samples (``k_fits(k, fewest)``); elsewhere the value is None (shown
   ``n/a``) with a note, never a vote over fewer samples than it says.
-- Without ``--k``, the ks are ``DEFAULT_KS`` that are allowed, or ``[1]`` (``default_ks``).
+- Without ``--k``, the ks are those of ``DEFAULT_KS`` at which some group has a value, i.e.
+  up to ``fitting_samples`` (the most samples that every problem of some checkpoint x dataset
+  has), or ``[1]`` (``default_ks``): a default never asks for a column that is ``n/a``
+  everywhere.
 
 ``summary``, ``voting``, ``link``/``report`` (through ``vote_metrics``) and ``compare`` all
 use these functions.
@@ -20,7 +23,7 @@ import pandas as pd
 from misstep.errors import OptionError
 from misstep.metrics._counts import ProblemCounts, problem_counts
 
-__all__ = ["DEFAULT_KS", "check_ks", "default_ks", "k_fits", "max_samples"]
+__all__ = ["DEFAULT_KS", "check_ks", "default_ks", "fitting_samples", "k_fits", "max_samples"]
 
 DEFAULT_KS = (1, 4, 16)
 """The ks every command uses when none is given, as far as the samples allow them."""
@@ -33,8 +36,18 @@ def max_samples(graded: pd.DataFrame | ProblemCounts) -> int:
     return 0 if problems.empty else int(problems["n"].max())
 
 
+def fitting_samples(graded: pd.DataFrame | ProblemCounts) -> int:
+    """The largest k at which some checkpoint x dataset has a value: over those groups, the
+    most of their fewest samples on a problem; 0 when empty."""
+    counts = graded if isinstance(graded, ProblemCounts) else problem_counts(graded)
+    problems = counts.problems
+    if problems.empty:
+        return 0
+    return int(problems.groupby(["checkpoint", "dataset"])["n"].min().max())
+
+
 def default_ks(most: int) -> list[int]:
-    """``DEFAULT_KS`` that ``most`` samples per problem allow, or ``[1]``."""
+    """``DEFAULT_KS`` up to ``most`` (``fitting_samples`` of the run), or ``[1]``."""
     return [k for k in DEFAULT_KS if k <= most] or [1]
 
 

@@ -407,7 +407,7 @@ def _one_group(
             pass_k[k] = maj_k[k] = gain[k] = None
             notes.append(
                 f"{checkpoint}/{dataset}: pass@{k} and maj@{k} left out, "
-                f"a problem has only {min_n} samples"
+                f"a problem has only {min_n} sample{'s' if min_n != 1 else ''}"
             )
             continue
         pass_k[k] = float(passes[index].mean())

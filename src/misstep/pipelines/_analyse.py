@@ -23,6 +23,7 @@ from misstep.metrics import (
     VotingRow,
     check_ks,
     default_ks,
+    fitting_samples,
     max_samples,
     vote_metrics,
     voting_table,
@@ -93,8 +94,7 @@ def analyse_run(
         )
     )
     graded = run.table
-    most = max_samples(graded)
-    ks = default_ks(most) if ks is None else check_ks(ks, most)
+    ks = default_ks(fitting_samples(graded)) if ks is None else check_ks(ks, max_samples(graded))
     labelled = load_labelled_run(
         labels,
         run,
