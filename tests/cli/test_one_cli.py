@@ -277,3 +277,46 @@ def test_every_command_that_reads_traces_takes_no_cache() -> None:
             assert "no_cache" in params, f"`misstep {name}` reads traces but has no --no-cache"
     # label, select and batch export-requests got it last; the analysis commands had it
     assert {"label", "select", "report", "voting", "summary"} <= set(reading)
+
+
+def test_labels_option_finds_the_one_label_run_in_a_folder(tmp_path: Path) -> None:
+    """``--labels demo-run`` reads demo-run/labels; a folder with two runs is refused naming
+    both, one with none says so (issue 27 item 6)."""
+    traces = _traces(tmp_path / "t.jsonl")
+    holder = tmp_path / "holder"
+    _label(traces, holder / "labels")
+    direct = runner.invoke(app, ["summary", str(traces), "--labels", str(holder / "labels")])
+    found = runner.invoke(app, ["summary", str(traces), "--labels", str(holder)])
+    assert direct.exit_code == 0 and found.exit_code == 0, found.output
+    assert found.stdout == direct.stdout
+    _label(traces, holder / "second")
+    two = runner.invoke(app, ["summary", str(traces), "--labels", str(holder)])
+    assert two.exit_code == 2
+    assert "holds 2 label runs" in two.output and "second" in two.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = runner.invoke(app, ["link", str(traces), "--labels", str(empty)])
+    assert none.exit_code == 2 and "not a label run" in none.output
+
+
+def test_label_table_lists_checkpoints_in_training_order(tmp_path: Path) -> None:
+    """By step, not by name: step 9 comes before step 10 (issue 27 item 4)."""
+    rows = []
+    for name, step in (("ckpt-b", 10), ("ckpt-a", 20), ("ckpt-c", 9)):
+        for i in range(2):
+            rows.append(
+                {
+                    "checkpoint": name,
+                    "step": step,
+                    "problem_id": "p",
+                    "sample_idx": i,
+                    "gold_answer": "12",
+                    "response": "We have 3 * 4 = 13.\n\nSo \\boxed{13}",
+                }
+            )
+    traces = _write(tmp_path / "t.jsonl", rows)
+    result = runner.invoke(app, ["label", str(traces), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    table = result.output[result.output.index("error types per checkpoint") :]
+    where = [table.index(name) for name in ("ckpt-c", "ckpt-b", "ckpt-a")]
+    assert where == sorted(where)

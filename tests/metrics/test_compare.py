@@ -98,3 +98,27 @@ def test_same_model_rejects_about_5_percent_and_a_planted_gap_is_found() -> None
         for _ in range(20)
     )
     assert found >= 18, found
+
+
+def test_a_problem_without_any_answer_compares() -> None:
+    """A shared problem where no sample of either run has an answer scores 0 for both (the
+    permutation test resamples each problem over its own classes: here none)."""
+
+    def run(answers: list[str | None]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "checkpoint": "c",
+                "dataset": "d",
+                "problem_id": ["p", "p", "q", "q"],
+                "answer": answers,
+                "answer_class": answers,
+                "outcome": ["correct" if a == "1" else "no_answer" for a in answers],
+                "correct": [a == "1" for a in answers],
+            }
+        )
+
+    result = compare_runs(run(["1", "1", None, None]), run(["1", "2", None, None]), n_perm=200)
+    q = next(p for p in result.problems if p["problem"] == "d/q")
+    assert q["a"]["score"] == 0.0 and q["b"]["score"] == 0.0
+    # p: a's vote is "1" (score 1); b ties "1" and "2" (score 1/2); q scores 0 in both.
+    assert result.a == pytest.approx(0.5) and result.b == pytest.approx(0.25)

@@ -47,6 +47,7 @@ __all__ = [
     "check_output_file",
     "check_reasoning_effort",
     "input_format_value",
+    "label_run",
     "parse_ks",
 ]
 
@@ -213,7 +214,9 @@ ByOpt = Annotated[
 KOpt = Annotated[
     str | None,
     typer.Option(
-        "--k", metavar="K,K,...", help="Comma-separated k for pass@k and maj@k (default 1,4,16)."
+        "--k",
+        metavar="K,K,...",
+        help="Comma-separated k for pass@k and maj@k; default: 1,4,16 as far as the samples allow.",
     ),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", metavar="INT", help="Seed of every random step.")]
@@ -230,8 +233,6 @@ RunTaxonomyOpt = Annotated[
         help="Taxonomy YAML the label run was made with; default: the one its manifest records.",
     ),
 ]
-
-DEFAULT_KS = (1, 4, 16)
 
 
 def input_format_value(value: InputFormat | None) -> str | None:
@@ -260,6 +261,34 @@ def check_input(path: Path, what: str = "input") -> None:
         raise InputFormatError(path=path, reason=f"{what}: no such file or directory")
     if not os.access(path, os.R_OK):
         raise InputFormatError(path=path, reason=f"{what}: not readable")
+
+
+def label_run(path: Path, option: str = "--labels") -> Path:
+    """The label run that ``option`` names: ``path`` itself when it is a labels.jsonl or a run
+    directory (one holding labels.jsonl), else the one run directory inside ``path`` (the demo's
+    ``demo-run`` -> ``demo-run/labels``). Several inside, or none: an error naming what to give.
+    """
+    from misstep.errors import LabelStoreError
+
+    check_input(path, option)
+    if not path.is_dir() or (path / "labels.jsonl").exists():
+        return path
+    found = sorted(p.parent for p in path.glob("*/labels.jsonl"))
+    if len(found) == 1:
+        return found[0]
+    if found:
+        names = ", ".join(str(p) for p in found)
+        raise LabelStoreError(
+            path=path,
+            reason=f"holds {len(found)} label runs: {names}",
+            hint=f"pass one of them as {option}",
+        )
+    raise LabelStoreError(
+        path=path,
+        reason="not a label run: no labels.jsonl in it or in a folder inside it",
+        hint=f"pass the run directory of `misstep label` (--out) as {option}, "
+        "or run `misstep label` first",
+    )
 
 
 def check_output_file(path: Path, option: str) -> None:

@@ -25,6 +25,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     check_output_file,
+    label_run,
 )
 from misstep.errors import AnalysisError, OptionError
 
@@ -229,8 +230,7 @@ def agree(
     """How well judges and people agree: pairs, all raters, per category, first error step."""
     for path in human or []:
         check_input(path, "--human")
-    for path in judge or []:
-        check_input(path, "--judge")
+    judge = [label_run(path, "--judge") for path in judge or []]
     if traces is not None:
         check_input(traces, "--traces")
     from misstep.agreement import agreement_report, human_raters, judge_raters, load_labelled_run
@@ -430,7 +430,7 @@ def sample(
         fmt = {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
             suffix, TaskFormat.jsonl
         )
-    check_input(labels, "--labels")
+    labels = label_run(labels, "--labels")
     check_output_file(out, "--out")
     from misstep.cli._load import load_run
 

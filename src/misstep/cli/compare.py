@@ -37,7 +37,9 @@ class CompareMetric(StrEnum):
 def _one_checkpoint(
     table: pd.DataFrame, chosen: str | None, option: str, path: Path
 ) -> pd.DataFrame:
-    names = sorted(table["checkpoint"].astype(str).unique().tolist())
+    from misstep.metrics import order_checkpoints
+
+    names = order_checkpoints(table)
     if chosen is None:
         if len(names) > 1:
             raise OptionError(
@@ -52,6 +54,10 @@ def _one_checkpoint(
             option=option, value=chosen, allowed=f"a checkpoint of {path}: {', '.join(names)}"
         )
     return table[table["checkpoint"].astype(str) == chosen]
+
+
+def _value(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 @handles_errors
@@ -110,8 +116,15 @@ def compare(
         f"permutation p = {result.p_value:.3g}: {result.verdict}",
         markup=False,
     )
+    for note in result.notes:
+        err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     for run in ("a", "b"):
         s = result.expected_spread[run]
+        if s is None:
+            out_console.print(
+                f"run {run}: from sampling alone: n/a (one sample per problem)", markup=False
+            )
+            continue
         out_console.print(
             f"run {run}: {s['observed']:.1f} problems solved by the majority; from sampling "
             f"alone expect {s['mean']:.1f} (95% range {s['low']:.0f}-{s['high']:.0f})",
@@ -124,11 +137,7 @@ def compare(
     diff.add_column("a", justify="right")
     diff.add_column("b", justify="right")
     for name in result.differences["a"]:
-        diff.add_row(
-            name,
-            f"{result.differences['a'].get(name, float('nan')):.3f}",
-            f"{result.differences['b'].get(name, float('nan')):.3f}",
-        )
+        diff.add_row(name, *(_value(result.differences[run].get(name)) for run in ("a", "b")))
     out_console.print(diff)
     flips = Table(title=f"{len(result.flipped)} problem(s) whose majority flipped")
     for col in ("problem", "change", "a: majority (margin)", "b: majority (margin)"):

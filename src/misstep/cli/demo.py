@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -108,6 +109,10 @@ def demo(
         f"\nwrote {result.traces}, {result.summary}, {result.coverage}, {result.link}, "
         f"labels in {result.run_dir}/\n[bold green]report:[/] {result.report}"
     )
+    # The way on: read the traces behind the numbers and label some by hand.
+    review = f"misstep review {shlex.quote(str(result.traces))} --labels {shlex.quote(str(out))}"
+    _out.print("[bold green]next:[/] browse and label the traces behind these numbers: ", end="")
+    _out.print(review, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -80,14 +80,15 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
     console.print(table)
     if summary.error_types_by_checkpoint:
         by_ck = Table(title="error types per checkpoint (current ok labels)")
-        by_ck.add_column("checkpoint")
+        by_ck.add_column("checkpoint", overflow="fold")  # names and values are never cut
         keys = list(taxonomy.keys)
         extra = sorted(
             {k for c in summary.error_types_by_checkpoint.values() for k in c} - set(keys)
         )
         for key in keys + extra:
-            by_ck.add_column(key, justify="right")
-        for checkpoint, counts in sorted(summary.error_types_by_checkpoint.items()):
+            by_ck.add_column(key, justify="right", overflow="fold")
+        # Already in checkpoint order (metrics.order_checkpoints), as every command lists them.
+        for checkpoint, counts in summary.error_types_by_checkpoint.items():
             by_ck.add_row(data(checkpoint), *(str(counts.get(k, 0)) for k in keys + extra))
         console.print(by_ck)
     console.print(

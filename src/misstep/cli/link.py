@@ -29,6 +29,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     check_output_file,
+    label_run,
     parse_ks,
 )
 from misstep.errors import OptionError
@@ -75,8 +76,8 @@ def _analyse(
 
     if estimator not in ESTIMATORS:
         raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
-    ks = parse_ks(k) or [1, 4, 16]
-    check_input(labels, "--labels")
+    ks = parse_ks(k)  # None: what the samples allow (metrics.default_ks)
+    labels = label_run(labels, "--labels")
     for path in human or []:
         check_input(path, "--human")
     if train_metrics is not None:

@@ -24,6 +24,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     input_format_value,
+    label_run,
 )
 from misstep.errors import OptionError
 
@@ -137,7 +138,7 @@ def register(app: typer.Typer) -> None:
         from misstep.agreement import STRATA_FIELDS
         from misstep.review import check_annotator
 
-        check_input(labels, "--labels")
+        labels = label_run(labels, "--labels")
         for path in [*(human or []), *([task] if task else [])]:
             check_input(path, "--human" if path != task else "--task")
         if annotator is not None:

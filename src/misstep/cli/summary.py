@@ -17,7 +17,6 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_run
 from misstep.cli._options import (
-    DEFAULT_KS,
     ByOpt,
     EstimatorOpt,
     GroupBy,
@@ -35,6 +34,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     check_output_file,
+    label_run,
     parse_ks,
 )
 from misstep.errors import OptionError
@@ -65,7 +65,7 @@ class CoverageFormat(StrEnum):
 
 def _fmt(value: float | None, signed: bool = False) -> str:
     if value is None:
-        return "-"
+        return "n/a"  # undefined in the metrics layer (null in JSON); a note says why
     text = f"{value:+.3f}" if signed else f"{value:.3f}"
     if signed and value < 0:
         return f"[red]{text}[/]"
@@ -76,10 +76,10 @@ def _new_table(title: str, rows: list[CheckpointMetrics]) -> tuple[Table, bool]:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    table.add_column("checkpoint", no_wrap=True)
+    table.add_column("checkpoint", overflow="fold")
     with_dataset = len({row.dataset for row in rows}) > 1
     if with_dataset:
-        table.add_column("dataset", no_wrap=True)
+        table.add_column("dataset", overflow="fold")
     return table, with_dataset
 
 
@@ -87,7 +87,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
     votes, with_dataset = _new_table("Vote metrics per checkpoint (shares of problems)", rows)
     for k in ks:
         for prefix in ("pass", "maj", "sc_gain"):
-            votes.add_column(f"{prefix}@{k}", justify="right", no_wrap=True)
+            votes.add_column(f"{prefix}@{k}", justify="right", overflow="fold")
     answers, _ = _new_table("Answers and outcomes per checkpoint", rows)
     columns = (
         "problems (count)",
@@ -102,7 +102,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
         "no answer (count)",
     )
     for name in columns:
-        answers.add_column(name, justify="right", no_wrap=True)
+        answers.add_column(name, justify="right", overflow="fold")
     for row in rows:
         head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
         cells: list[Any] = list(head)
@@ -135,7 +135,7 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
             "(percentage points, 95% interval, verdict)",
             rows,
         )
-        table.add_column("from", no_wrap=True)
+        table.add_column("from", overflow="fold")
         table.add_column("shared problems", justify="right")
         table.add_column("pass@1", justify="right")
         for k in ks:
@@ -211,7 +211,7 @@ def summary(
     if plot is not None:
         check_output_file(plot, "--plot")
     if labels is not None:
-        check_input(labels, "--labels")
+        labels = label_run(labels, "--labels")
     for path in human or []:
         check_input(path, "--human")
     run = load_run(
@@ -221,16 +221,25 @@ def summary(
         skip_invalid=skip_invalid,
         no_cache=no_cache,
     )
-    from misstep.metrics import problem_counts, vote_metrics
+    from misstep.metrics import (
+        check_ks,
+        default_ks,
+        fitting_samples,
+        max_samples,
+        problem_counts,
+        vote_metrics,
+    )
 
     counts = problem_counts(run.table)
-    max_n = int(counts.problems["n"].max())
-    ks = wanted if wanted is not None else [x for x in DEFAULT_KS if x <= max_n] or [1]
+    ks = (
+        check_ks(wanted, max_samples(counts))
+        if wanted is not None
+        else default_ks(fitting_samples(counts))
+    )
     by_dataset = None if by is None else by is GroupBy.dataset
     rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=seed)
-    for row in rows:
-        for note in row.notes:
-            err_console.print(f"note: {note}", markup=False)
+    for note in dict.fromkeys(note for row in rows for note in row.notes):
+        err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     records: list[dict[str, Any]] = [row.to_json() for row in rows]
     error_table = None
     if labels is not None:
@@ -425,9 +434,9 @@ def _coverage_tables(result: Coverage) -> tuple[Table, Table]:
             _fmt(result.forgetting[i]),
         )
     jaccard = Table(title="Jaccard similarity of solved sets", title_justify="left")
-    jaccard.add_column("", no_wrap=True)
+    jaccard.add_column("", overflow="fold")
     for name in result.checkpoints:
-        jaccard.add_column(data(name), justify="right", no_wrap=True)
+        jaccard.add_column(data(name), justify="right", overflow="fold")
     for name, values in zip(result.checkpoints, result.jaccard, strict=True):
         jaccard.add_row(data(name), *(_fmt(v) for v in values))
     return moves, jaccard

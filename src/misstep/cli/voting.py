@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from misstep.cli._errors import data, handles_errors, out_console
+from misstep.cli._errors import data, err_console, handles_errors, out_console
 from misstep.cli._load import load_run
 from misstep.cli._options import (
     ByOpt,
@@ -28,6 +28,9 @@ from misstep.errors import OptionError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from rich.table import Table
+
+    from misstep.metrics import VotingRow
 
 __all__ = ["register"]
 
@@ -97,7 +100,15 @@ def _field_values(
 @handles_errors
 def voting(
     traces: TracesArg,
-    k: Annotated[int, typer.Option("--k", metavar="INT", min=1, help="The vote's budget.")] = 16,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k",
+            metavar="INT",
+            min=1,
+            help="The vote's budget; default: the largest of 1, 4, 16 that the samples allow.",
+        ),
+    ] = None,
     window: Annotated[
         str,
         typer.Option("--window", metavar="W,W", help="Checkpoint windows to vote over."),
@@ -149,16 +160,18 @@ def voting(
         skip_invalid=skip_invalid,
         no_cache=no_cache,
     )
-    from rich.table import Table
+    from misstep.metrics import check_ks, default_ks, fitting_samples, max_samples, voting_table
 
-    from misstep.metrics import voting_table
-
+    if k is not None:
+        budget = check_ks([k], max_samples(run.table))[0]
+    else:
+        budget = default_ks(fitting_samples(run.table))[-1]
     weights = None
     if weight_field is not None:
         weights = _field_values(traces, input_format, run.table, weight_field)
     rows = voting_table(
         run.table,
-        k,
+        budget,
         windows=windows,
         early_stops=stops,
         by_dataset=None if by is None else by is GroupBy.dataset,
@@ -180,36 +193,62 @@ def voting(
             return
         typer.echo(json.dumps(records, indent=2))
         return
-    with_dataset = len({row.dataset for row in rows}) > 1
-    table = Table(
-        title="Aggregators per checkpoint: score (share of problems), samples used per problem, "
-        "majority-vote failures avoided (expected count)",
-        title_justify="left",
-    )
-    table.add_column("checkpoint")
-    if with_dataset:
-        table.add_column("dataset")
-    table.add_column("MV failures (count)", justify="right")
-    for agg in rows[0].aggregators if rows else []:
-        table.add_column(agg.name, justify="right")
-    for row in rows:
-        cells = []
-        for agg in row.aggregators:
-            if agg.score is None:
-                cells.append("-")
-                continue
-            se = f" ±{agg.score_se:.4f}" if agg.score_se else ""
-            cells.append(
-                f"{agg.score:.3f}{se}\n{agg.samples_used:.1f} samples\n"
-                f"{agg.failures_avoided:.1f} avoided"
-            )
-        head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
-        table.add_row(*head, str(row.majority_failures), *cells)
-    out_console.print(table)
+    for note in dict.fromkeys(note for row in rows for note in row.notes):
+        err_console.print(f"note: {note}", markup=False, soft_wrap=True)
+    out_console.print(_rich_table(rows))
     if chosen is not None:
         from misstep.cli.select import selection_rich_table
 
         out_console.print(selection_rich_table(chosen))
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _rich_table(rows: list[VotingRow]) -> Table:
+    """One line per checkpoint (x dataset) and aggregator, a section per group: about ten
+    columns whatever the number of aggregators, so that no header is cut."""
+    from rich.table import Table
+
+    with_dataset = len({row.dataset for row in rows}) > 1
+    table = Table(
+        title="Aggregators per checkpoint: majority-vote failures avoided is an expected count",
+        title_justify="left",
+        caption="n/a: no value (the notes above say why); a window's best single checkpoint is "
+        "chosen per group, so it avoids no failure in particular",
+        caption_justify="left",
+    )
+    table.add_column("checkpoint", no_wrap=True)
+    if with_dataset:
+        table.add_column("dataset", no_wrap=True)
+    for name in ("problems (count)", "MV failures (count)"):
+        table.add_column(name, justify="right")
+    table.add_column("aggregator", no_wrap=True)
+    for name in (
+        "score (share)",
+        "± (Monte Carlo SE)",
+        "samples used (per problem)",
+        "failures avoided (count)",
+    ):
+        table.add_column(name, justify="right")
+    for row in rows:
+        for i, agg in enumerate(row.aggregators):
+            first = i == 0
+            head = [data(row.checkpoint) if first else ""]
+            if with_dataset:
+                head.append(data(row.dataset) if first else "")
+            head += [str(row.n_problems), str(row.majority_failures)] if first else ["", ""]
+            table.add_row(
+                *head,
+                agg.name,
+                _num(agg.score, ".3f"),
+                f"{agg.score_se:.4f}" if agg.score_se else "",
+                _num(agg.samples_used, ".1f"),
+                _num(agg.failures_avoided, ".1f"),
+                end_section=i == len(row.aggregators) - 1,
+            )
+    return table
 
 
 def register(app: typer.Typer) -> None:

@@ -168,7 +168,8 @@ def _cause_findings(
         significant = cs.p_value < ALPHA and cs.verdict != "within noise"
         change = sc_change.get(cs.after)
         context = ""
-        if cs.before in sc and cs.after in sc:
+        # sc_gain@1 is 0 by definition (one sample per problem): no context to give.
+        if k > 1 and cs.before in sc and cs.after in sc:
             context = f"; sc_gain@{k} went from {sc[cs.before]:+.3f} to {sc[cs.after]:+.3f}"
             if change is not None and change.ci is not None:
                 context += (

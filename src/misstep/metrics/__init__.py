@@ -3,6 +3,14 @@
 from misstep.metrics._compare import Comparison, compare_runs
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._coverage import Coverage, coverage
+from misstep.metrics._ks import (
+    DEFAULT_KS,
+    check_ks,
+    default_ks,
+    fitting_samples,
+    k_fits,
+    max_samples,
+)
 from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k, pass_at_k_one
@@ -16,6 +24,7 @@ from misstep.metrics._votes import (
 from misstep.metrics._voting import AggregatorScore, VotingRow, voting_table
 
 __all__ = [
+    "DEFAULT_KS",
     "AggregatorScore",
     "Change",
     "CheckpointChange",
@@ -26,9 +35,14 @@ __all__ = [
     "MajMethod",
     "ProblemCounts",
     "VotingRow",
+    "check_ks",
     "compare_runs",
     "coverage",
+    "default_ks",
+    "fitting_samples",
+    "k_fits",
     "maj_at_k_one",
+    "max_samples",
     "order_checkpoints",
     "pass_at_k",
     "pass_at_k_one",

@@ -18,6 +18,12 @@ samples never vote. With ``n_answered`` such samples split into classes of sizes
 
 The first three are undefined (NaN) for a problem with no answered (resp. no wrong) sample;
 such problems are left out of those means, never counted as 0.
+
+A checkpoint's mean of the first three (``agreement_means``) counts only the problems where
+agreement can be observed: two or more answered samples (entropy, top-1 share), two or more
+wrong answered samples (wrong consistency). One sample always "agrees" with itself (entropy 0,
+shares 1), so counting such problems would report agreement that was never observed; where
+no problem qualifies the mean is None (``n/a``), with ``UNDEFINED_NOTE`` saying why.
 """
 
 from __future__ import annotations
@@ -27,7 +33,13 @@ import pandas as pd
 
 from misstep.metrics._counts import ProblemCounts
 
-__all__ = ["answer_stats"]
+__all__ = ["UNDEFINED_NOTE", "agreement_means", "answer_stats"]
+
+UNDEFINED_NOTE = (
+    "answer entropy, top-1 share and wrong consistency count only problems with two or more "
+    "answered (for wrong consistency: wrong answered) samples; n/a (null) where no problem has "
+    "them: one sample always agrees with itself"
+)
 
 
 def _first_per_problem(pidx: np.ndarray, order: np.ndarray, n_problems: int) -> np.ndarray:
@@ -97,3 +109,22 @@ def answer_stats(counts: ProblemCounts) -> pd.DataFrame:
             "n_classes": np.bincount(pidx, minlength=n_problems).astype(np.int64),
         }
     )
+
+
+def agreement_means(
+    stats: pd.DataFrame, n_answered: np.ndarray
+) -> tuple[dict[str, float | None], bool]:
+    """``entropy``, ``top1_share`` and ``wrong_consistency`` averaged over the problems (rows
+    of ``stats``, aligned with ``n_answered``) where each is observable (module docstring);
+    and whether one of them is None only because its problems have a single sample."""
+    answered = np.asarray(n_answered)
+    wrong = stats["n_wrong_answered"].to_numpy(np.int64)
+    counts = {"entropy": answered, "top1_share": answered, "wrong_consistency": wrong}
+    out: dict[str, float | None] = {}
+    single = False
+    for name, count in counts.items():
+        values = stats[name].to_numpy(float)[count >= 2]
+        values = values[~np.isnan(values)]
+        out[name] = float(values.mean()) if values.size else None
+        single = single or (not values.size and bool((count == 1).any()))
+    return out, single

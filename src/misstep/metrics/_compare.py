@@ -32,10 +32,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from misstep.errors import AnalysisError, OptionError
+from misstep.metrics._answer_stats import agreement_means
 from misstep.metrics._intervals import mean_ci
+from misstep.metrics._ks import k_fits
 
 __all__ = ["COMPARE_METRICS", "Comparison", "compare_runs"]
 
@@ -64,18 +66,21 @@ class Comparison(BaseModel):
     """``b better``, ``a better`` or ``within noise`` (p >= 0.05)."""
     flipped: list[dict[str, Any]]
     """Problems whose majority went from right to wrong or back, with both runs' details."""
-    expected_spread: dict[str, dict[str, float]]
+    expected_spread: dict[str, dict[str, float] | None]
     """Per run: ``observed`` problems solved by the majority, the ``mean`` and the 95% range
-    (``low``, ``high``) of that number from sampling alone."""
-    differences: dict[str, dict[str, float]]
+    (``low``, ``high``) of that number from sampling alone; None for a run with one sample per
+    problem (resampling one sample shows no spread: it is not measured, not zero)."""
+    differences: dict[str, dict[str, float | None]]
     """What else differs, per run: mean samples per problem, truncated and unanswered rates,
     mean response length (characters), mean answer entropy (bits)."""
     problems: list[dict[str, Any]]
     """Per shared problem: both runs' samples, pass@1, majority answer, margin, score."""
+    notes: list[str] = Field(default_factory=list)
+    """Why a value is missing or what it reduces to (not part of ``to_json``)."""
 
     def to_json(self) -> dict[str, Any]:
         """The object of ``misstep compare --format json``."""
-        return self.model_dump(mode="json")
+        return self.model_dump(mode="json", exclude={"notes"})
 
 
 def _class_matrix(graded: pd.DataFrame, keys: list[str]) -> tuple[IntArray, list[str]]:
@@ -108,6 +113,16 @@ def _scores(counts: np.ndarray, good: np.ndarray, metric: str) -> np.ndarray:
     return np.where(n_top > 0, hits / np.maximum(n_top, 1), 0.0)
 
 
+def _own_classes(row: np.ndarray, good: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One problem's counts and correctness restricted to the classes it has (plus the
+    no-answer bucket, last): the class columns are shared by every problem of both runs, so
+    most are 0 for any one problem, and resampling them costs time for nothing."""
+    cols = np.flatnonzero(row[:-1])
+    if cols.size == 0:  # no sample answered: one empty class keeps the arrays' shape
+        return np.array([0, row[-1]], dtype=row.dtype), np.zeros(1, dtype=bool)
+    return np.append(row[cols], row[-1]), good[cols]
+
+
 def _poisson_binomial(p: np.ndarray) -> np.ndarray:
     dist = np.zeros(len(p) + 1)
     dist[0] = 1.0
@@ -119,13 +134,16 @@ def _poisson_binomial(p: np.ndarray) -> np.ndarray:
 
 def _spread(
     counts: np.ndarray, good: np.ndarray, rng: np.random.Generator, n_resample: int
-) -> dict[str, float]:
+) -> dict[str, float] | None:
+    if not k_fits(2, int(counts.sum(axis=1).max(initial=0))):
+        return None  # one sample per problem: a resample of it is itself, no spread to see
     probs = []
-    for row, right in zip(counts, good, strict=True):
-        n = int(row.sum())
+    for full_row, full_right in zip(counts, good, strict=True):
+        n = int(full_row.sum())
         if n == 0:
             probs.append(0.0)
             continue
+        row, right = _own_classes(full_row, full_right)
         draws = rng.multinomial(n, row / n, size=n_resample)
         probs.append(float(_scores(draws, right, "maj").mean()))
     dist = _poisson_binomial(np.asarray(probs))
@@ -138,11 +156,11 @@ def _spread(
     }
 
 
-def _others(graded: pd.DataFrame, keys: set[str]) -> dict[str, float]:
+def _others(graded: pd.DataFrame, keys: set[str]) -> dict[str, float | None]:
     key = graded["dataset"].astype(str) + "/" + graded["problem_id"].astype(str)
     part = graded[key.isin(keys)]
     outcome = part["outcome"].astype(str)
-    out = {
+    out: dict[str, float | None] = {
         "samples_per_problem": float(len(part) / max(len(keys), 1)),
         "truncated_rate": float((outcome == "truncated").mean()),
         "unanswered_rate": float((outcome == "no_answer").mean()),
@@ -151,9 +169,9 @@ def _others(graded: pd.DataFrame, keys: set[str]) -> dict[str, float]:
         out["response_chars"] = float(part["response_chars"].mean())
     from misstep.metrics._votes import problem_stats
 
-    entropy = problem_stats(part)["entropy"].to_numpy(float)
-    if np.isfinite(entropy).any():
-        out["answer_entropy_bits"] = float(np.nanmean(entropy))
+    stats = problem_stats(part)
+    entropy = agreement_means(stats, stats["n_answered"].to_numpy(np.int64))[0]["entropy"]
+    out["answer_entropy_bits"] = entropy  # None: n/a (no problem with two answered samples)
     return out
 
 
@@ -213,8 +231,9 @@ def compare_runs(
     pooled = ca + cb
     n_a = ca.sum(axis=1)
     for i in range(len(keys)):
-        draws = rng.multivariate_hypergeometric(pooled[i], int(n_a[i]), size=n_perm)
-        null += _scores(pooled[i] - draws, good[i], metric) - _scores(draws, good[i], metric)
+        own, own_good = _own_classes(pooled[i], good[i])
+        draws = rng.multivariate_hypergeometric(own, int(n_a[i]), size=n_perm)
+        null += _scores(own - draws, own_good, metric) - _scores(draws, own_good, metric)
     null /= len(keys)
     p_value = float((1 + int((np.abs(null) >= abs(observed) - 1e-12).sum())) / (1 + n_perm))
     verdict = "within noise" if p_value >= 0.05 else ("b better" if observed > 0 else "a better")
@@ -257,6 +276,16 @@ def compare_runs(
         if right_a != right_b:
             flipped.append({**record, "change": "right -> wrong" if right_a else "wrong -> right"})
     spread_rng = np.random.default_rng([seed, 7])
+    spread = {
+        "a": _spread(ca, good, spread_rng, n_resample),
+        "b": _spread(cb, good, spread_rng, n_resample),
+    }
+    notes = []
+    if None in spread.values():
+        notes.append(
+            "with one sample per problem the majority is that sample (maj = pass@1), and "
+            "resampling it shows no spread: the expected range is n/a"
+        )
     return Comparison(
         metric=metric,
         n_shared=len(keys),
@@ -267,10 +296,8 @@ def compare_runs(
         p_value=p_value,
         verdict=verdict,
         flipped=flipped,
-        expected_spread={
-            "a": _spread(ca, good, spread_rng, n_resample),
-            "b": _spread(cb, good, spread_rng, n_resample),
-        },
+        expected_spread=spread,
         differences={"a": _others(a, set(keys)), "b": _others(b, set(keys))},
         problems=problems,
+        notes=notes,
     )

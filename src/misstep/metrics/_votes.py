@@ -6,9 +6,11 @@ in checkpoint order (``order_checkpoints``), datasets sorted by name:
 - ``pass@k`` and ``maj@k`` for each requested k (see ``_passk`` and ``_majk``), and
   ``sc_gain@k = maj@k - pass@1``. A k larger than the sample count of some problem of a
   checkpoint (x dataset) makes that checkpoint's pass@k / maj@k / sc_gain@k null, with a note
-  in ``notes``; a k larger than every problem's sample count is an ``OptionError``.
+  in ``notes``; a k larger than every problem's sample count is an ``OptionError`` (the one
+  rule: ``_ks``). sc_gain@1 is 0 by definition: it has no interval and no change (None).
 - ``answer_entropy``, ``top1_share``, ``wrong_consistency``: means over the problems where
-  they are defined (see ``_answer_stats``); ``majority_failures``: the number of problems that
+  they are observable (``_answer_stats.agreement_means``: two or more samples), None where
+  none is; ``majority_failures``: the number of problems that
   are majority-vote failures (``majority_failure_rate``: their share of all problems).
 - outcome counts ``n_correct``, ``n_wrong``, ``n_truncated``, ``n_no_answer`` (rows).
 
@@ -29,10 +31,10 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from misstep.errors import OptionError
-from misstep.metrics._answer_stats import answer_stats
+from misstep.metrics._answer_stats import UNDEFINED_NOTE, agreement_means, answer_stats
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._intervals import DEFAULT_N_BOOT, mean_ci, resample_counts, verdict
+from misstep.metrics._ks import check_ks, k_fits
 from misstep.metrics._majk import MIN_MC_SUBSETS, maj_at_k_signatures
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k
@@ -103,7 +105,7 @@ class CheckpointChange(BaseModel):
     pass_at_1: Change | None
     """Change in pass@1."""
     sc_gain_at_k: dict[int, Change | None]
-    """Change in sc_gain@k per k (None where either checkpoint has no value)."""
+    """Change in sc_gain@k per k (None where either checkpoint has no value, and for k=1)."""
 
 
 class CheckpointMetrics(BaseModel):
@@ -134,15 +136,18 @@ class CheckpointMetrics(BaseModel):
     maj_at_k_ci: dict[int, CI] = Field(default_factory=dict)
     """95% bootstrap interval of maj@k over problems."""
     sc_gain_at_k_ci: dict[int, CI] = Field(default_factory=dict)
-    """95% bootstrap interval of sc_gain@k over problems (per-problem gains resampled)."""
+    """95% bootstrap interval of sc_gain@k over problems (per-problem gains resampled); None
+    for k=1, where the gain is 0 by definition."""
     change: CheckpointChange | None = None
     """Change from the previous checkpoint of the same group; None for the first."""
     answer_entropy: float | None
-    """Mean answer entropy in bits over problems with an answered sample."""
+    """Mean answer entropy in bits over problems with two or more answered samples."""
     top1_share: float | None
-    """Mean share of answered samples giving the most common answer."""
+    """Mean share of answered samples giving the most common answer (problems with two or
+    more answered samples)."""
     wrong_consistency: float | None
-    """Mean share of wrong answered samples giving the most common wrong answer."""
+    """Mean share of wrong answered samples giving the most common wrong answer (problems with
+    two or more wrong answered samples)."""
     majority_failures: int
     """Problems whose full-n vote is not correct while a sample is (count)."""
     majority_failure_rate: float
@@ -227,27 +232,6 @@ def problem_stats(graded: pd.DataFrame | ProblemCounts) -> pd.DataFrame:
     return table[PROBLEM_STATS_COLUMNS]
 
 
-def _check_ks(ks: Iterable[int], max_n: int) -> list[int]:
-    wanted = sorted({int(k) for k in ks})
-    if not wanted:
-        raise OptionError(option="--k", value=[], allowed="at least one k >= 1")
-    if wanted[0] < 1:
-        raise OptionError(option="--k", value=wanted[0], allowed="every k must be >= 1")
-    if max_n and wanted[-1] > max_n:
-        raise OptionError(
-            option="--k",
-            value=wanted[-1],
-            allowed=f"k <= {max_n}, the most samples any problem has",
-            hint="pass smaller values, e.g. --k 1,4",
-        )
-    return wanted
-
-
-def _mean(values: np.ndarray) -> float | None:
-    finite = values[~np.isnan(values)]
-    return float(finite.mean()) if finite.size else None
-
-
 def vote_metrics(
     graded: pd.DataFrame | ProblemCounts,
     ks: Iterable[int],
@@ -266,7 +250,7 @@ def vote_metrics(
         return []
     n = problems["n"].to_numpy(np.int64)
     c = problems["c"].to_numpy(np.int64)
-    wanted = _check_ks(ks, int(n.max()))
+    wanted = check_ks(ks, int(n.max()))
     stats = answer_stats(counts)
     unique, inverse = counts.signatures()
 
@@ -350,7 +334,8 @@ def _group_cis(
             continue
         pass_ci[k] = mean_ci(passes[index].astype(np.float64), n_boot, rng, counts=counts)
         maj_ci[k] = mean_ci(values[index].astype(np.float64), n_boot, rng, counts=counts)
-        gain_ci[k] = mean_ci(_gains(pass1[index], values[index]), n_boot, rng, counts=counts)
+        gain = mean_ci(_gains(pass1[index], values[index]), n_boot, rng, counts=counts)
+        gain_ci[k] = None if k == 1 else gain  # drawn anyway: the other ks keep their streams
     return {"pass_at_k_ci": pass_ci, "maj_at_k_ci": maj_ci, "sc_gain_at_k_ci": gain_ci}
 
 
@@ -387,7 +372,10 @@ def _change(
         if row.sc_gain_at_k.get(k) is None:
             gains[k] = None
             continue
-        gains[k] = paired(_gains(pass1[a], values[a]), _gains(pass1[b], values[b]))
+        change = paired(_gains(pass1[a], values[a]), _gains(pass1[b], values[b]))
+        # sc_gain@1 is 0 by definition (a vote of one sample is that sample); drawn anyway so
+        # that the other ks keep their random streams.
+        gains[k] = None if k == 1 else change
     return CheckpointChange(
         previous=before_name,
         n_shared=len(pairs),
@@ -415,11 +403,11 @@ def _one_group(
     gain: dict[int, float | None] = {}
     notes: list[str] = []
     for k, (passes, values, errors, monte_carlo) in per_k.items():
-        if k > min_n:
+        if not k_fits(k, min_n):
             pass_k[k] = maj_k[k] = gain[k] = None
             notes.append(
                 f"{checkpoint}/{dataset}: pass@{k} and maj@{k} left out, "
-                f"a problem has only {min_n} samples"
+                f"a problem has only {min_n} sample{'s' if min_n != 1 else ''}"
             )
             continue
         pass_k[k] = float(passes[index].mean())
@@ -430,6 +418,9 @@ def _one_group(
             # Problems are independent estimates: the mean's variance is sum(se^2) / P^2.
             maj_se[k] = math.sqrt(float(np.sum(errors[index] ** 2))) / len(index)
     stat = stats.iloc[index]
+    agree, single = agreement_means(stat, sub["n_answered"].to_numpy(np.int64))
+    if single:
+        notes.append(UNDEFINED_NOTE)
     return CheckpointMetrics(
         checkpoint=checkpoint,
         step=None if step is None or pd.isna(step) else int(step),
@@ -440,9 +431,9 @@ def _one_group(
         maj_at_k=maj_k,
         maj_at_k_se=maj_se,
         sc_gain_at_k=gain,
-        answer_entropy=_mean(stat["entropy"].to_numpy(float)),
-        top1_share=_mean(stat["top1_share"].to_numpy(float)),
-        wrong_consistency=_mean(stat["wrong_consistency"].to_numpy(float)),
+        answer_entropy=agree["entropy"],
+        top1_share=agree["top1_share"],
+        wrong_consistency=agree["wrong_consistency"],
         majority_failures=int(stat["majority_failure"].to_numpy(bool).sum()),
         majority_failure_rate=float(stat["majority_failure"].to_numpy(bool).mean()),
         n_correct=int(sub["n_correct"].sum()),

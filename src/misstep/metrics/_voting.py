@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from misstep.metrics._counts import ProblemCounts, problem_counts
+from misstep.metrics._ks import check_ks, k_fits
 from misstep.metrics._majk import maj_at_k_one
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k_one
@@ -93,10 +94,12 @@ class VotingRow(BaseModel):
     """Majority-vote failures of the full-n vote (count)."""
     aggregators: list[AggregatorScore]
     """In a fixed order: maj, maj-answered, windows, early stops."""
+    notes: list[str] = Field(default_factory=list)
+    """Why a value is missing (not part of ``to_json``)."""
 
     def to_json(self) -> dict[str, object]:
         """The object of ``misstep voting --format json``."""
-        return self.model_dump(mode="json")
+        return self.model_dump(mode="json", exclude={"notes"})
 
 
 def _rng(seed: int, *parts: object) -> np.random.Generator:
@@ -164,6 +167,155 @@ def _classes_of(counts: ProblemCounts) -> dict[int, list[tuple[str, int, bool]]]
     return out
 
 
+@dataclass
+class _Run:
+    """What every group of one ``voting_table`` call reads: the run's problems and classes,
+    and the cache of per-signature vote values (problems with equal counts share them)."""
+
+    counts: ProblemCounts
+    seed: int
+    cache: dict[tuple[object, ...], tuple[float, float, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        problems = self.counts.problems
+        self.problems = problems
+        self.classes = _classes_of(self.counts)
+        self.order = order_checkpoints(problems)
+        self.rank = {ck: i for i, ck in enumerate(self.order)}
+        keys = zip(problems["checkpoint"], problems["dataset"], problems["problem_id"], strict=True)
+        self.where = {(str(ck), str(ds), str(pid)): i for i, (ck, ds, pid) in enumerate(keys)}
+        self.n_none = (problems["n"] - problems["n_answered"]).to_numpy(np.int64)
+        self.n_all = problems["n"].to_numpy(np.int64)
+        self.c_all = problems["c"].to_numpy(np.int64)
+        self.failed = problem_stats(self.counts)["majority_failure"].to_numpy(bool)
+
+    def maj(self, cls: list[tuple[str, int, bool]], none: int, kk: int) -> float:
+        """maj@kk of one problem's classes (exact, ``_majk``); 0 without an answer."""
+        total = none + sum(c for _, c, _ in cls)
+        if total == 0 or not cls:
+            return 0.0
+        signature = ("maj", tuple(sorted((c, g) for _, c, g in cls)), none, min(kk, total))
+        if signature not in self.cache:
+            est = maj_at_k_one(
+                [c for _, c, _ in cls], [g for _, _, g in cls], none, min(kk, total), seed=self.seed
+            )
+            self.cache[signature] = (est.value, est.se, float(min(kk, total)))
+        return self.cache[signature][0]
+
+    def early(
+        self, cls: list[tuple[str, int, bool]], none: int, m: int, n: int
+    ) -> tuple[float, float, float]:
+        """(score, its standard error, samples drawn) of early stopping, per signature."""
+        signature = ("early", tuple(sorted((c, g) for _, c, g in cls)), none, m, n)
+        if signature not in self.cache:
+            if not cls:
+                self.cache[signature] = (0.0, 0.0, float(min(n, none)))
+            else:
+                ordered = sorted((c, g) for _, c, g in cls)
+                self.cache[signature] = early_stop_one(
+                    [c for c, _ in ordered],
+                    [g for _, g in ordered],
+                    none,
+                    m,
+                    n,
+                    rng=_rng(self.seed, *signature),
+                )
+        return self.cache[signature]
+
+    def window(self, tally: _Tally, p: int, checkpoint: str, k: int, w: int) -> None:
+        """The window-W aggregators of problem ``p``: its samples pooled over the last W
+        checkpoints (this one included); nothing where fewer than W checkpoints came before."""
+        pos = self.rank[checkpoint]
+        if pos + 1 < w:
+            return
+        ds, pid = str(self.problems["dataset"].iat[p]), str(self.problems["problem_id"].iat[p])
+        pooled: dict[str, tuple[int, bool]] = {}
+        pooled_none = 0
+        for j, ck in enumerate(self.order[pos + 1 - w : pos + 1]):
+            q = self.where.get((ck, ds, pid))
+            if q is None:
+                continue
+            pooled_none += int(self.n_none[q])
+            for key, c, g in self.classes.get(q, []):
+                c0, g0 = pooled.get(key, (0, False))
+                pooled[key] = (c0 + c, g0 or g)
+            n_q, c_q = int(self.n_all[q]), int(self.c_all[q])
+            tally.single.setdefault((w, j), []).append(pass_at_k_one(n_q, c_q, min(k, n_q)))
+        merged = [(key, c, g) for key, (c, g) in pooled.items()]
+        tally.add(f"window{w}-maj@{k}", self.maj(merged, pooled_none, k), 0.0, float(k))
+        pooled_n = pooled_none + sum(c for c, _ in pooled.values())
+        pooled_c = sum(c for c, g in pooled.values() if g)
+        score = pass_at_k_one(pooled_n, pooled_c, min(k, pooled_n))
+        tally.add(f"window{w}-pass@{k}", score, 0.0, float(k))
+
+
+def _names(
+    k: int,
+    windows: list[int],
+    early_stops: list[tuple[int, int]],
+    *,
+    plain: bool,
+    short: bool,
+    weighted: str | None,
+) -> list[str]:
+    """The aggregators of one call, in the table's column order."""
+    names = [
+        f"maj@{k}",
+        f"maj-answered@{k}",
+        *(f"window{w}-maj@{k}" for w in windows),
+        *(f"early-stop-{m}of{n}" for m, n in early_stops),
+        f"pass@{k}",
+        *(f"window{w}-pass@{k}" for w in windows),
+        *(f"window{w}-best-single-pass@{k}" for w in windows),
+    ]
+    if plain:
+        names.append("maj@all")
+    if short:
+        names.append("short-half-maj@all")
+    if weighted is not None:
+        names.append(f"weighted-maj@all[{weighted}]")
+    return names
+
+
+def _scores(
+    tally: _Tally,
+    names: list[str],
+    fails: np.ndarray,
+    windows: list[int],
+    k: int,
+    left_out: set[str],
+) -> list[AggregatorScore]:
+    """Each aggregator's group value from the tally; None where it has none (a window longer
+    than the checkpoints so far, or a budget k that a problem's samples do not allow)."""
+    for w in windows:
+        means = [float(np.mean(v)) for (ww, _), v in tally.single.items() if ww == w and v]
+        if means:  # the best single checkpoint of the window, at the same budget k
+            name = f"window{w}-best-single-pass@{k}"
+            tally.scores[name] = [max(means)]
+            tally.errors[name] = [0.0]
+            tally.used[name] = [float(k)]
+            tally.group_level.add(name)
+    out = []
+    for name in names:
+        if name not in tally.scores or name in left_out:
+            out.append(
+                AggregatorScore(name=name, score=None, samples_used=None, failures_avoided=None)
+            )
+            continue
+        arr = np.asarray(tally.scores[name])
+        se = math.sqrt(float(np.sum(np.square(tally.errors[name])))) / len(arr)
+        out.append(
+            AggregatorScore(
+                name=name,
+                score=float(arr.mean()),
+                score_se=se,
+                samples_used=float(np.mean(tally.used[name])),
+                failures_avoided=None if name in tally.group_level else float(arr[fails].sum()),
+            )
+        )
+    return out
+
+
 def voting_table(
     graded: pd.DataFrame,
     k: int,
@@ -176,174 +328,73 @@ def voting_table(
     weight_name: str = "weight",
 ) -> list[VotingRow]:
     """Every aggregator per checkpoint (x dataset), in checkpoint order (module docstring).
-    ``weights`` (aligned with ``graded``'s rows; NaN for none) adds the weighted vote."""
-    counts = problem_counts(graded)
-    problems = counts.problems
-    stats = problem_stats(counts)
-    classes = _classes_of(counts)
-    order = order_checkpoints(problems)
-    rank = {ck: i for i, ck in enumerate(order)}
-    where: dict[tuple[str, str, str], int] = {
-        (str(ck), str(ds), str(pid)): i
-        for i, (ck, ds, pid) in enumerate(
-            zip(problems["checkpoint"], problems["dataset"], problems["problem_id"], strict=True)
-        )
-    }
-    n_none = (problems["n"] - problems["n_answered"]).to_numpy(np.int64)
-    n_all = problems["n"].to_numpy(np.int64)
-    c_all = problems["c"].to_numpy(np.int64)
-    failed = stats["majority_failure"].to_numpy(bool)
-    cache: dict[tuple[object, ...], tuple[float, float, float]] = {}
-
-    def maj(cls: list[tuple[str, int, bool]], none: int, kk: int) -> float:
-        total = none + sum(c for _, c, _ in cls)
-        if total == 0 or not cls:
-            return 0.0
-        signature = ("maj", tuple(sorted((c, g) for _, c, g in cls)), none, min(kk, total))
-        if signature not in cache:
-            est = maj_at_k_one(
-                [c for _, c, _ in cls], [g for _, _, g in cls], none, min(kk, total), seed=seed
-            )
-            cache[signature] = (est.value, est.se, float(min(kk, total)))
-        return cache[signature][0]
-
-    def early(cls: list[tuple[str, int, bool]], none: int, m: int, n: int) -> tuple[float, ...]:
-        signature = ("early", tuple(sorted((c, g) for _, c, g in cls)), none, m, n)
-        if signature not in cache:
-            if not cls:
-                cache[signature] = (0.0, 0.0, float(min(n, none)))
-            else:
-                sorted_cls = sorted((c, g) for _, c, g in cls)
-                cache[signature] = early_stop_one(
-                    [c for c, _ in sorted_cls],
-                    [g for _, g in sorted_cls],
-                    none,
-                    m,
-                    n,
-                    rng=_rng(seed, *signature),
-                )
-        return cache[signature]
-
-    windows = list(windows)
-    early_stops = list(early_stops)
-    names = [
-        f"maj@{k}",
-        f"maj-answered@{k}",
-        *(f"window{w}-maj@{k}" for w in windows),
-        *(f"early-stop-{m}of{n}" for m, n in early_stops),
-        f"pass@{k}",
-        *(f"window{w}-pass@{k}" for w in windows),
-        *(f"window{w}-best-single-pass@{k}" for w in windows),
-    ]
+    ``weights`` (aligned with ``graded``'s rows; NaN for none) adds the weighted vote. ``k``
+    follows the one rule of ``_ks``: above every problem's samples it is an ``OptionError``;
+    a group with a problem of fewer samples has no value at budget k (None, with a note)."""
+    run = _Run(problem_counts(graded), seed)
+    check_ks([k], int(run.n_all.max()) if len(run.n_all) else 0)
+    windows, early_stops = list(windows), list(early_stops)
     full = _full_votes(graded, weights) if weights is not None else None
     short = _full_votes(graded, _shorter_half(graded)) if "response_chars" in graded else None
-    if full is not None or short is not None:
-        names.append("maj@all")
-    if short is not None:
-        names.append("short-half-maj@all")
-    if full is not None:
-        names.append(f"weighted-maj@all[{weight_name}]")
+    votes = full or short
+    names = _names(
+        k,
+        windows,
+        early_stops,
+        plain=votes is not None,
+        short=short is not None,
+        weighted=weight_name if full is not None else None,
+    )
+    at_k = {name for name in names if name.endswith(f"@{k}") and name != f"maj-answered@{k}"}
     out: list[VotingRow] = []
-    for checkpoint, dataset, index in iter_groups(problems, by_dataset):
-        fails = failed[index]
+    for checkpoint, dataset, index in iter_groups(run.problems, by_dataset):
         tally = _Tally()
-        add = tally.add
-
         for p in index:
-            cls = classes.get(int(p), [])
-            none = int(n_none[p])
-            total = none + sum(c for _, c, _ in cls)
-            add(f"maj@{k}", maj(cls, none, k), 0.0, float(min(k, total)))
+            cls = run.classes.get(int(p), [])
+            none = int(run.n_none[p])
             answered = sum(c for _, c, _ in cls)
-            add(
-                f"maj-answered@{k}",
-                maj(cls, 0, min(k, answered)) if answered else 0.0,
-                0.0,
-                float(min(k, answered)),
-            )
-            ds, pid = str(problems["dataset"].iat[p]), str(problems["problem_id"].iat[p])
+            n_p, c_p = int(run.n_all[p]), int(run.c_all[p])
+            tally.add(f"maj@{k}", run.maj(cls, none, k), 0.0, float(min(k, n_p)))
+            budget = min(k, answered)
+            value = run.maj(cls, 0, budget) if answered else 0.0
+            tally.add(f"maj-answered@{k}", value, 0.0, float(budget))
             for w in windows:
-                name = f"window{w}-maj@{k}"
-                pos = rank[checkpoint]
-                if pos + 1 < w:
-                    continue
-                pooled: dict[str, tuple[int, bool]] = {}
-                pooled_none = 0
-                for ck in order[pos + 1 - w : pos + 1]:
-                    q = where.get((ck, ds, pid))
-                    if q is None:
-                        continue
-                    pooled_none += int(n_none[q])
-                    for key, c, g in classes.get(q, []):
-                        c0, g0 = pooled.get(key, (0, False))
-                        pooled[key] = (c0 + c, g0 or g)
-                merged = [(key, c, g) for key, (c, g) in pooled.items()]
-                add(name, maj(merged, pooled_none, k), 0.0, float(k))
-                pooled_n = pooled_none + sum(c for c, _ in pooled.values())
-                pooled_c = sum(c for c, g in pooled.values() if g)
-                add(
-                    f"window{w}-pass@{k}",
-                    pass_at_k_one(pooled_n, pooled_c, min(k, pooled_n)),
-                    0.0,
-                    float(k),
-                )
-                for j, ck in enumerate(order[pos + 1 - w : pos + 1]):
-                    q = where.get((ck, ds, pid))
-                    if q is not None:
-                        n_q, c_q = int(n_all[q]), int(c_all[q])
-                        tally.single.setdefault((w, j), []).append(
-                            pass_at_k_one(n_q, c_q, min(k, n_q))
-                        )
+                run.window(tally, int(p), checkpoint, k, w)
             for m, n in early_stops:
-                value, se, samples = early(cls, none, m, n)
-                add(f"early-stop-{m}of{n}", value, se, samples)
-            n_p, c_p = int(n_all[p]), int(c_all[p])
-            add(f"pass@{k}", pass_at_k_one(n_p, c_p, min(k, n_p)), 0.0, float(min(k, n_p)))
-            if full is not None or short is not None:
-                plain = (full or short or {}).get((checkpoint, ds, pid), (0.0, 0.0))[0]
-                add("maj@all", plain, 0.0, float(total))
-            if short is not None:
-                value = short.get((checkpoint, ds, pid), (0.0, 0.0))[1]
-                add("short-half-maj@all", value, 0.0, float(total))
-            if full is not None:
-                weighted = full.get((checkpoint, ds, pid), (0.0, 0.0))[1]
-                add(f"weighted-maj@all[{weight_name}]", weighted, 0.0, float(total))
-        aggregators = []
-        for w in windows:
-            means = [float(np.mean(v)) for (ww, _), v in tally.single.items() if ww == w and v]
-            if means:  # the best single checkpoint of the window, at the same budget k
-                name = f"window{w}-best-single-pass@{k}"
-                tally.scores[name] = [max(means)]
-                tally.errors[name] = [0.0]
-                tally.used[name] = [float(k)]
-                tally.group_level.add(name)
-        for name in names:
-            if name not in tally.scores:  # a window longer than the checkpoints so far
-                aggregators.append(
-                    AggregatorScore(name=name, score=None, samples_used=None, failures_avoided=None)
-                )
-                continue
-            arr = np.asarray(tally.scores[name])
-            se = math.sqrt(float(np.sum(np.square(tally.errors[name])))) / len(arr)
-            aggregators.append(
-                AggregatorScore(
-                    name=name,
-                    score=float(arr.mean()),
-                    score_se=se,
-                    samples_used=float(np.mean(tally.used[name])),
-                    failures_avoided=None if name in tally.group_level else float(arr[fails].sum()),
-                )
-            )
+                tally.add(f"early-stop-{m}of{n}", *run.early(cls, none, m, n))
+            tally.add(f"pass@{k}", pass_at_k_one(n_p, c_p, min(k, n_p)), 0.0, float(min(k, n_p)))
+            if votes is not None:
+                ds, pid = run.problems["dataset"].iat[p], run.problems["problem_id"].iat[p]
+                problem = (checkpoint, str(ds), str(pid))
+                tally.add("maj@all", votes.get(problem, (0.0, 0.0))[0], 0.0, float(n_p))
+                if short is not None:
+                    value = short.get(problem, (0.0, 0.0))[1]
+                    tally.add("short-half-maj@all", value, 0.0, float(n_p))
+                if full is not None:
+                    value = full.get(problem, (0.0, 0.0))[1]
+                    tally.add(f"weighted-maj@all[{weight_name}]", value, 0.0, float(n_p))
+        fewest = int(run.n_all[index].min())
+        fits = k_fits(k, fewest)
+        notes = [] if fits else [_k_note(checkpoint, dataset, k, fewest)]
+        fails = run.failed[index]
         out.append(
             VotingRow(
                 checkpoint=checkpoint,
                 dataset=dataset,
                 n_problems=len(index),
                 majority_failures=int(fails.sum()),
-                aggregators=aggregators,
+                aggregators=_scores(tally, names, fails, windows, k, set() if fits else at_k),
+                notes=notes,
             )
         )
     return out
+
+
+def _k_note(checkpoint: str, dataset: str, k: int, fewest: int) -> str:
+    return (
+        f"{checkpoint}/{dataset}: the aggregators at budget {k} are n/a, "
+        f"a problem has only {fewest} sample(s)"
+    )
 
 
 def _credit(frame: pd.DataFrame, column: str) -> pd.Series:

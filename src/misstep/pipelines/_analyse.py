@@ -18,7 +18,16 @@ import pandas as pd
 from misstep.agreement import DEFAULT_ESTIMATOR, Estimator, LabelledRun, load_labelled_run
 from misstep.labels import HumanLabel, StoredLabel
 from misstep.link import LinkResult, link_analysis
-from misstep.metrics import CheckpointMetrics, VotingRow, vote_metrics, voting_table
+from misstep.metrics import (
+    CheckpointMetrics,
+    VotingRow,
+    check_ks,
+    default_ks,
+    fitting_samples,
+    max_samples,
+    vote_metrics,
+    voting_table,
+)
 from misstep.report import report_trace_ids, write_report
 from misstep.rollouts import GradedRun, Trace, load_graded, read_traces
 
@@ -55,7 +64,7 @@ def analyse_run(
     *,
     human: Sequence[str | Path] = (),
     train_metrics: str | Path | None = None,
-    ks: Sequence[int] = (1, 4, 16),
+    ks: Sequence[int] | None = None,
     input_format: str | None = None,
     regrade: bool = False,
     seed: int = 0,
@@ -73,7 +82,8 @@ def analyse_run(
     through the graded-table cache), the current labels of ``labels`` (a run directory or a
     labels.jsonl, which must belong to that input unless ``labels_from_other_input``), read
     with its taxonomy and people's labels by ``misstep.agreement.load_labelled_run``, linked:
-    error types against vote failures."""
+    error types against vote failures. ``ks`` follow ``metrics.check_ks``; None: the
+    ``metrics.default_ks`` that the samples allow."""
     run = (
         traces_path
         if isinstance(traces_path, GradedRun)
@@ -86,6 +96,7 @@ def analyse_run(
         )
     )
     graded = run.table
+    ks = default_ks(fitting_samples(graded)) if ks is None else check_ks(ks, max_samples(graded))
     labelled = load_labelled_run(
         labels,
         run,

@@ -66,6 +66,7 @@ from misstep.labels import (
     run_dir_lock,
     write_manifest,
 )
+from misstep.metrics import order_checkpoints
 from misstep.pipelines._budget import label_sample
 from misstep.prompts import prompt_hash, render_judge_prompt
 from misstep.rollouts import (
@@ -144,7 +145,8 @@ class LabelRunSummary(BaseModel):
     completion_tokens: int = 0
     """Completion tokens the server counted for this run's requests."""
     error_types_by_checkpoint: dict[str, dict[str, int]] = Field(default_factory=dict)
-    """Per checkpoint, the error types of the input traces whose current label is ok."""
+    """Per checkpoint (in ``metrics.order_checkpoints`` order), the error types of the input
+    traces whose current label is ok."""
 
 
 class _Current(NamedTuple):
@@ -723,7 +725,11 @@ async def _arun(
         seconds=round(time.perf_counter() - start, 3),
         status_counts=dict(status_counts),
         written_counts=dict(state.status_counts),
-        error_types_by_checkpoint={ck: dict(c) for ck, c in by_checkpoint.items()},
+        error_types_by_checkpoint={
+            ck: dict(by_checkpoint[ck])
+            for ck in order_checkpoints(graded.table)
+            if ck in by_checkpoint
+        },
         prompt_tokens=state.prompt_tokens,
         completion_tokens=state.completion_tokens,
     )
