@@ -151,7 +151,7 @@ def _print_text(r: LinkResult) -> None:
     columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)"]
     columns += ["shares by (human labels)", *r.types]
     for col in columns:
-        t.add_column(col, justify="left" if col == "checkpoint" else "right")
+        t.add_column(col, justify="left" if col == "checkpoint" else "right", overflow="fold")
     for c in r.checkpoints:
         vals = [c.metrics.get(m) for m in keys]
         dist = c.error_dist
@@ -180,7 +180,7 @@ def _print_text(r: LinkResult) -> None:
     out.print(t)
     s = Table(title="shifts between consecutive checkpoints (change in percentage points, pp)")
     for col in ("from", "to", "JSD (bits)", "adj. p", "largest change"):
-        s.add_column(col)
+        s.add_column(col, overflow="fold")
     for sh in r.shifts:
         big = max(sh.changes, key=lambda c: abs(c.delta), default=None)
         s.add_row(
@@ -196,7 +196,11 @@ def _print_text(r: LinkResult) -> None:
             title="other causes between consecutive checkpoints (paired over shared problems)"
         )
         for col in ("from", "to", "cause", "before", "after", "change [95% interval]", "adj. p"):
-            causes.add_column(col, justify="left" if col in ("from", "to", "cause") else "right")
+            causes.add_column(
+                col,
+                justify="left" if col in ("from", "to", "cause") else "right",
+                overflow="fold",
+            )
         for cs in r.cause_shifts:
             rate = cs.cause.endswith("_rate")
             scale = 100.0 if rate else 1.0
@@ -222,7 +226,7 @@ def _print_text(r: LinkResult) -> None:
             title="full-n vote of the shared problems between consecutive checkpoints (count)"
         )
         for col in ("from", "to", "right→right", "right→wrong", "wrong→right", "wrong→wrong"):
-            v.add_column(col, justify="left" if col in ("from", "to") else "right")
+            v.add_column(col, justify="left" if col in ("from", "to") else "right", overflow="fold")
         for vt in r.vote_transitions:
             v.add_row(
                 data(vt.before),
