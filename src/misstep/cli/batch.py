@@ -71,8 +71,8 @@ def export_requests(
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
     from misstep.cli.label import _json_object
     from misstep.judge import JudgeConfig
+    from misstep.pipelines import REPLIES_HINT
     from misstep.pipelines import export_requests as export
-    from misstep.pipelines._batch import REPLIES_HINT
     from misstep.taxonomy import load_taxonomy
 
     check_input(traces, "traces")

@@ -125,7 +125,7 @@ def _label_on_ray(
     skip_invalid: bool,
     no_cache: bool,
 ) -> None:
-    from misstep.pipelines._ray import _import_ray, label_with_ray
+    from misstep.pipelines import import_ray, label_with_ray
 
     if config.backend not in ("openai", "vllm"):
         raise OptionError(
@@ -133,7 +133,7 @@ def _label_on_ray(
             value=actors,
             allowed="with --judge openai (servers) or --judge vllm (engines on GPU nodes)",
         )
-    ray = _import_ray()
+    ray = import_ray()
     ray.init(ignore_reinit_error=True, log_to_driver=False)
     err_console.print(f"labelling on Ray with {actors} actor(s)")
     summary = label_with_ray(

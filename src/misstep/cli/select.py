@@ -121,7 +121,7 @@ def select(
     """Ask the judge model to pick the right answer among each majority-vote failure's
     distinct answers: was the right answer there but outvoted, and can selection find it?"""
     from misstep.judge import JudgeConfig
-    from misstep.pipelines._select import run_selection, selection_table
+    from misstep.pipelines import run_selection, selection_table
     from misstep.rollouts import load_graded
     from misstep.taxonomy import load_taxonomy
 

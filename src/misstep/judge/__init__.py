@@ -23,6 +23,7 @@ from misstep.judge._schema import (
     label_json_schema,
     label_model,
 )
+from misstep.judge._vllm import engine_settings
 
 __all__ = [
     "EVIDENCE_MAX_CHARS",
@@ -42,6 +43,7 @@ __all__ = [
     "chat_body",
     "create_judge",
     "engine_request",
+    "engine_settings",
     "evidence_in_text",
     "judge_id",
     "label_json_schema",

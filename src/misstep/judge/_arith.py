@@ -42,7 +42,7 @@ from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
-from misstep.rollouts._arithmetic import arithmetic_value
+from misstep.rollouts import arithmetic_value
 
 __all__ = ["WrongCalculation", "check_step", "find_arithmetic_error"]
 

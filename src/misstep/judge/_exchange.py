@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
 from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.labels._record import LabelStatus
+from misstep.labels import LabelStatus
 
 __all__ = [
     "EngineRequest",

@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from misstep.labels._record import LabelStatus
+from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 
 __all__ = ["Judge", "JudgeRequest", "JudgeResult"]

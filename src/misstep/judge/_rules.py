@@ -10,7 +10,7 @@ from misstep.judge._arith import find_arithmetic_error
 from misstep.judge._config import JudgeConfig, judge_id
 from misstep.judge._protocol import JudgeRequest, JudgeResult
 from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
-from misstep.labels._record import LabelStatus
+from misstep.labels import LabelStatus
 from misstep.prompts import prompt_hash
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy

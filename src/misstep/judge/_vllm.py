@@ -34,7 +34,7 @@ from misstep.judge._exchange import (
     sampling_params,
 )
 from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.labels._record import LabelStatus
+from misstep.labels import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig

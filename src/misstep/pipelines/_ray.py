@@ -85,12 +85,13 @@ if TYPE_CHECKING:
 
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["label_with_ray"]
+__all__ = ["import_ray", "label_with_ray"]
 
 WORK_FILE = "ray_work.parquet"
 
 
-def _import_ray() -> Any:
+def import_ray() -> Any:
+    """The ``ray`` module (with ``ray.data``), or BackendNotInstalledError naming the extra."""
     try:
         import ray
         import ray.data
@@ -177,7 +178,7 @@ def label_with_ray(
             "output of a request",
             hint="use --ray with --judge openai (servers) for several samples per trace",
         )
-    ray = _import_ray()
+    ray = import_ray()
     start = time.perf_counter()
     traces_path, run_dir = Path(traces_path), Path(run_dir)
     digest = input_digest(traces_path)
@@ -440,8 +441,7 @@ def _engine_records(
     """Records from Ray's vLLM engine processor (see the module docstring)."""
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    from misstep.judge import label_model
-    from misstep.judge._vllm import engine_settings
+    from misstep.judge import engine_settings, label_model
 
     template_kwargs = engine_request(
         chat_body(
