@@ -94,6 +94,7 @@ PUBLIC = {
         "read_status_index",
         "repair_tail",
         "run_dir_lock",
+        "run_taxonomy",
         "write_manifest",
     ],
     "misstep.prompts": [

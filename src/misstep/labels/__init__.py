@@ -11,21 +11,24 @@ from misstep.labels._human import (
     read_human_labels,
 )
 from misstep.labels._lock import run_dir_lock
+from misstep.labels._manifest import (
+    InputFile,
+    RunManifest,
+    add_to_history,
+    read_manifest,
+    run_taxonomy,
+    write_manifest,
+)
 from misstep.labels._ownership import check_labels_input
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
 from misstep.labels._store import (
-    InputFile,
     LabelRow,
     LabelStore,
-    RunManifest,
-    add_to_history,
     iter_label_lines,
     labels_path,
     read_label_rows,
     read_labels,
-    read_manifest,
     read_status_index,
-    write_manifest,
 )
 from misstep.labels._tail import repair_tail
 
@@ -56,5 +59,6 @@ __all__ = [
     "read_status_index",
     "repair_tail",
     "run_dir_lock",
+    "run_taxonomy",
     "write_manifest",
 ]
