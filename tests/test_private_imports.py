@@ -23,8 +23,6 @@ ALLOWED = {
     "review/_texts.py: misstep.rollouts._formats.resolve_format",
     "review/_texts.py: misstep.rollouts._rowmap.RowError",
     "review/_texts.py: misstep.rollouts._rowmap.build_trace",
-    # mine (issue 28): goes with the Judge protocol declaring for_label
-    "pipelines/_select.py: misstep.judge._openai.OpenAIJudge",
 }
 
 

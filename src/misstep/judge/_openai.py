@@ -36,7 +36,7 @@ from misstep.judge._exchange import (
     replies_of,
     run_exchange,
 )
-from misstep.judge._protocol import JudgeRequest, JudgeResult
+from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
 from misstep.judge._retry import backoff_delay
 from misstep.labels import LabelStatus
 
@@ -162,7 +162,7 @@ def choose_model(base_url: str, asked: str | None, served: list[str]) -> str:
     )
 
 
-class OpenAIJudge:
+class OpenAIJudge(Judge):
     """Async judge over an OpenAI-compatible chat-completions endpoint."""
 
     def __init__(
@@ -246,6 +246,10 @@ class OpenAIJudge:
         }
         other.notices = []
         return other
+
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
 
     @property
     def judge_id(self) -> str:

@@ -75,4 +75,6 @@ def create_judge(config: JudgeConfig, taxonomy: Taxonomy) -> Judge:
             value=config.backend,
             allowed="one of " + ", ".join(available_judges()),
         )
-    return _resolve(config.backend, target)(config, taxonomy)
+    from misstep.judge._protocol import declared
+
+    return declared(_resolve(config.backend, target)(config, taxonomy))

@@ -33,7 +33,7 @@ from misstep.judge._exchange import (
     run_exchange,
     sampling_params,
 )
-from misstep.judge._protocol import JudgeRequest, JudgeResult
+from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
 from misstep.labels import LabelStatus
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def engine_settings(config: JudgeConfig) -> dict[str, Any]:
             "structured_outputs_config": structured}  # fmt: skip
 
 
-class VLLMJudge:
+class VLLMJudge(Judge):
     """Labels traces with an in-process ``AsyncLLM``; every request is submitted at once."""
 
     def __init__(
