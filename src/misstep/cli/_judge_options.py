@@ -28,8 +28,8 @@ __all__ = [
     "Serving",
     "check_run_dir",
     "engine_args",
-    "judge_config",
     "json_object",
+    "judge_config",
 ]
 
 SamplesOpt = Annotated[
@@ -63,9 +63,7 @@ ConcurrencyOpt = Annotated[
 ]
 TimeoutOpt = Annotated[
     float,
-    typer.Option(
-        "--timeout", metavar="SECONDS", help="Seconds one read from the server may take."
-    ),
+    typer.Option("--timeout", metavar="SECONDS", help="Seconds one read from the server may take."),
 ]
 DeadlineOpt = Annotated[
     float,
@@ -117,9 +115,7 @@ PilotOpt = Annotated[
 ]
 RejectsOpt = Annotated[
     bool,
-    typer.Option(
-        "--skip-invalid", metavar="", help="Write invalid rows to RUN_DIR/rejects.jsonl."
-    ),
+    typer.Option("--skip-invalid", metavar="", help="Write invalid rows to RUN_DIR/rejects.jsonl."),
 ]
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
-from misstep.judge._protocol import JudgeRequest, JudgeResult
+from misstep.judge._protocol import JudgeRequest, JudgeResult, Try
 from misstep.labels import LabelStatus
 
 __all__ = [
@@ -78,27 +78,6 @@ class TransportGaveUp(Exception):
         super().__init__(result.reason)
         self.result = result
         self.requests = requests
-
-
-@dataclass(frozen=True)
-class Try:
-    """One attempt of a request, as recorded on the stored label (``tries``)."""
-
-    kind: str
-    """``first``, ``cut-retry`` (the reply before was cut at the token limit), ``reask`` (the
-    reply before broke the schema)."""
-    seed: int
-    temperature: float
-    status: str
-    """The status of this attempt's (first) reply."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "seed": self.seed,
-            "temperature": self.temperature,
-            "status": self.status,
-        }
 
 
 FIXED_REPLY_TOKENS = 64
@@ -228,13 +207,13 @@ def parse_reply(
     """The only validator of a judge reply: cut at the token limit -> ``truncated``; not JSON
     of the schema, or a ``first_error_step`` outside the steps shown -> ``unparseable``;
     else ``ok``. The raw reply is kept on every non-ok result."""
-    extra: dict[str, object] = {"reasoning": reply.reasoning} if reply.reasoning else {}
+    reasoning = reply.reasoning or None
     if reply.finish == "length":
         return JudgeResult(
             status=LabelStatus.TRUNCATED,
             raw_reply=reply.text,
             reason=f"reply cut at max_tokens={max_tokens}",
-            extra=extra,
+            reasoning=reasoning,
         )
     try:
         label = label_type.model_validate_json(reply.text)
@@ -243,7 +222,7 @@ def parse_reply(
             status=LabelStatus.UNPARSEABLE,
             raw_reply=reply.text,
             reason=_summarise(exc),
-            extra=extra,
+            reasoning=reasoning,
         )
     step = getattr(label, "first_error_step", None)
     if n_steps is not None and isinstance(step, int) and not 0 <= step < n_steps:
@@ -251,9 +230,9 @@ def parse_reply(
             status=LabelStatus.UNPARSEABLE,
             raw_reply=reply.text,
             reason=f"first_error_step {step} is outside the {n_steps} steps shown",
-            extra=extra,
+            reasoning=reasoning,
         )
-    return JudgeResult(status=LabelStatus.OK, label=label, extra=extra)
+    return JudgeResult(status=LabelStatus.OK, label=label, reasoning=reasoning)
 
 
 def replies_of(completion: Any) -> tuple[list[Reply], dict[str, int]]:
@@ -290,7 +269,7 @@ def parse_completion(
     if not replies:
         return [JudgeResult(status=LabelStatus.FAILED, reason="the reply has no choice")]
     results = [parse_reply(r, label_type, n_steps=n_steps, max_tokens=max_tokens) for r in replies]
-    results[0].extra["usage"] = usage
+    results[0].usage = usage
     return results
 
 
@@ -364,8 +343,8 @@ async def run_exchange(
     """Label one trace over ``send``, applying ``policy``; never raises for a bad reply.
 
     With ``n`` > 1 the samples come in one attempt and are validated one by one (no retry:
-    each sample is its own evidence). The result's ``extra["tries"]`` lists the attempts,
-    ``extra["usage"]`` sums the token counts."""
+    each sample is its own evidence). The result's ``tries`` lists the attempts, ``usage``
+    sums the token counts."""
     policy = policy or RetryPolicy()
     start = time.perf_counter()
     messages = list(request.messages)
@@ -378,8 +357,8 @@ async def run_exchange(
     def finish(result: JudgeResult) -> JudgeResult:
         result.attempts = max(1, requests)
         result.latency_ms = (time.perf_counter() - start) * 1000.0
-        result.extra["usage"] = dict(usage)
-        result.extra["tries"] = [t.as_dict() for t in tries]
+        result.usage = dict(usage)
+        result.tries = list(tries)
         return result
 
     while True:

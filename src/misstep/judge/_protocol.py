@@ -13,7 +13,7 @@ from misstep.errors import OptionError
 from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 
-__all__ = ["Judge", "JudgeRequest", "JudgeResult", "declared"]
+__all__ = ["Judge", "JudgeRequest", "JudgeResult", "Try", "declared"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,27 @@ class JudgeRequest:
     (``misstep.judge._exchange.bounded_schema``); None: the backend's own."""
 
 
+@dataclass(frozen=True)
+class Try:
+    """One attempt of a request, as recorded on the stored label (``tries``)."""
+
+    kind: str
+    """``first``, ``cut-retry`` (the reply before was cut at the token limit), ``reask`` (the
+    reply before broke the schema)."""
+    seed: int
+    temperature: float
+    status: str
+    """The status of this attempt's (first) reply."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "seed": self.seed,
+            "temperature": self.temperature,
+            "status": self.status,
+        }
+
+
 @dataclass
 class JudgeResult:
     """What a backend returns for one request. ``label`` is set only when status is ``ok``."""
@@ -50,13 +71,31 @@ class JudgeResult:
     latency_ms: float = 0.0
     raw_reply: str | None = None
     reason: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    tries: list[Try] | None = None
+    """The attempts made for this request (``run_exchange``, or the rounds of files and Ray)."""
+    usage: dict[str, int] | None = None
+    """Prompt and completion tokens the server counted for this request."""
+    reasoning: str | None = None
+    """Reasoning text a reasoning parser split off the reply."""
     choices: list[JudgeResult] = field(default_factory=list)
     """The other samples of a request with ``n`` > 1, each with its own status and label."""
     server_down: str | None = None
     """Set when the failure says the server itself is unusable, not this trace: ``unreachable``
     (connection errors or timeouts after every retry) or ``auth`` (HTTP 401/403). The pipeline
     stops after a few such results in a row instead of failing every remaining trace."""
+
+    @property
+    def extra(self) -> dict[str, object]:
+        """``tries`` (as dicts), ``usage`` and ``reasoning`` in one mapping, those that are set
+        (a read-only view, as results carried them before they were typed)."""
+        out: dict[str, object] = {}
+        if self.reasoning:
+            out["reasoning"] = self.reasoning
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.tries is not None:
+            out["tries"] = [t.as_dict() for t in self.tries]
+        return out
 
 
 @runtime_checkable

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -126,7 +126,11 @@ class JudgedReply(Protocol):
     @property
     def raw_reply(self) -> str | None: ...
     @property
-    def extra(self) -> Mapping[str, object]: ...
+    def usage(self) -> Mapping[str, int] | None: ...
+    @property
+    def reasoning(self) -> str | None: ...
+    @property
+    def tries(self) -> Sequence[Any] | None: ...
 
 
 def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> StoredLabel:
@@ -143,7 +147,7 @@ def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> Store
     )
 
 
-def _majority(results: list[JudgedReply], order: Mapping[str, int]) -> tuple[JudgedReply, int]:
+def _majority(results: Sequence[JudgedReply], order: Mapping[str, int]) -> tuple[JudgedReply, int]:
     """The result to store and how many samples agree with it: the majority ``error_type``
     among the ok samples, ties to the key first in the taxonomy's order, the lowest-numbered
     sample of that type."""
@@ -156,12 +160,12 @@ def _majority(results: list[JudgedReply], order: Mapping[str, int]) -> tuple[Jud
     return chosen, counts[best]
 
 
-def _tokens(results: list[JudgedReply]) -> tuple[int | None, int | None]:
+def _tokens(results: Sequence[JudgedReply]) -> tuple[int | None, int | None]:
     """Prompt and completion tokens of a trace's requests, from the servers' usage counts."""
     totals: list[int | None] = [None, None]
     for result in results:
-        usage = result.extra.get("usage")
-        if not isinstance(usage, dict):
+        usage = result.usage
+        if usage is None:
             continue
         for i, key in enumerate(("prompt_tokens", "completion_tokens")):
             value = usage.get(key)
@@ -172,7 +176,7 @@ def _tokens(results: list[JudgedReply]) -> tuple[int | None, int | None]:
 
 def record_of(
     trace: Trace,
-    results: list[Any],
+    results: Sequence[JudgedReply],
     steps: list[str],
     *,
     judge: str,
@@ -198,9 +202,8 @@ def record_of(
         fields["evidence_verified"] = evidence_in_text(
             data.get("evidence"), trace.response, "\n".join(steps)
         )
-    reasoning = chosen.extra.get("reasoning")
     tokens = _tokens(results)
-    tries = results[0].extra.get("tries")
+    tries = results[0].tries
     return StoredLabel(
         trace_id=trace.trace_id,
         judge=judge,
@@ -215,11 +218,11 @@ def record_of(
         checkpoint=trace.checkpoint,
         dataset=trace.dataset,
         problem_id=trace.problem_id,
-        reasoning=reasoning if isinstance(reasoning, str) else None,
+        reasoning=chosen.reasoning,
         inclusion_prob=inclusion_prob,
         prompt_tokens=tokens[0],
         completion_tokens=tokens[1],
-        tries=list(tries) if isinstance(tries, list) and tries else None,
+        tries=[t.as_dict() for t in tries] if tries else None,
         **fields,
     )
 

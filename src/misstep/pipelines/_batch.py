@@ -484,7 +484,7 @@ def _store_replies(
             exported.get(trace.trace_id) or {}, first_attempt(config, trace.trace_id)
         )
         tries = attempt.tries(results[0].status.value)
-        results[0].extra["tries"] = [t.as_dict() for t in tries]
+        results[0].tries = tries
         record = record_of(
             trace,
             results,

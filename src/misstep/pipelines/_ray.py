@@ -460,7 +460,7 @@ def _engine_record(row: dict[str, Any], spec: JudgeSpec, judge_id: str) -> str:
     )
     attempt = Attempt.from_dict(json.loads(row["plan"]), first_attempt(config, trace.trace_id))
     tries = attempt.tries(results[0].status.value)
-    results[0].extra["tries"] = [t.as_dict() for t in tries]
+    results[0].tries = tries
     prob = float(row["inclusion_prob"])
     return record_of(
         trace,

@@ -355,7 +355,7 @@ async def _select_all(
                 "selection stopped, the selections written so far are kept",
                 hint="fix the server and run the same command again: it resumes where it stopped",
             )
-        usage = result.extra.get("usage") or {}
+        usage = result.usage or {}
         tokens = {
             "prompt_tokens": usage.get("prompt_tokens") if isinstance(usage, dict) else None,
             "completion_tokens": usage.get("completion_tokens")
