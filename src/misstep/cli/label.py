@@ -245,7 +245,7 @@ def _label_on_ray(
     *,
     actors: int,
 ) -> None:
-    from misstep.pipelines import import_ray, label_with_ray
+    from misstep.pipelines import check_engine_samples, import_ray, label_with_ray
 
     if config.backend not in ("openai", "vllm"):
         raise OptionError(
@@ -253,14 +253,8 @@ def _label_on_ray(
             value=actors,
             allowed="with --judge openai (servers) or --judge vllm (engines on GPU nodes)",
         )
-    if config.backend == "vllm" and config.samples > 1:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
-            "output of a request",
-            hint="use --ray with --judge openai (servers) for several samples per trace",
-        )
+    if config.backend == "vllm":
+        check_engine_samples(config)
     ray = import_ray()
     ray.init(ignore_reinit_error=True, log_to_driver=False)
     err_console.print(f"labelling on Ray with {actors} actor(s)")

@@ -490,8 +490,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
 
 def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
     """Probe the server, pick the model, and build the judge (registry factory)."""
-    from misstep.judge import judge_id, label_json_schema, label_model
-    from misstep.prompts import prompt_hash
+    from misstep.judge._spec import JudgeSpec
 
     urls = [config.base_url or DEFAULT_BASE_URL, *config.extra_base_urls]
     base_url = urls[0]
@@ -503,7 +502,6 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
         # every server must serve the same model: one judge configuration
         choose_model(other, model, probe_server(other, timeout=timeout))
     resolved = config.model_copy(update={"model": model, "base_url": base_url})
-    schema = label_json_schema(taxonomy)
     card = next((c for c in cards if c["id"] == model), {})
     info: dict[str, Any] = {
         "url": base_url,
@@ -518,18 +516,12 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
     return OpenAIJudge(
         base_url=base_url,
         model=model,
-        label_type=label_model(taxonomy),
-        schema=schema,
-        judge_id=judge_id(resolved, taxonomy.hash, prompt_hash(), schema),
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
+        **JudgeSpec(resolved, taxonomy).backend_settings(),
         timeout_s=config.timeout_s,
         deadline_s=config.deadline_s,
         max_retries=config.max_retries,
         concurrency=config.concurrency,
         server_model=model if model in served else None,
-        reasoning_effort=config.reasoning_effort,
-        chat_template_kwargs=config.chat_template_kwargs,
         server_info=info,
         extra_base_urls=tuple(urls[1:]),
     )

@@ -61,6 +61,20 @@ class JudgeSpec:
 
         return judge_id(self.config, self.taxonomy.hash, prompt_hash(), self.schema)
 
+    def backend_settings(self) -> dict[str, Any]:
+        """What a model backend (``openai``, ``vllm``) is built with from this specification:
+        the label type and schema, the id, and the sampling of the first attempt."""
+        config = self.config
+        return {
+            "label_type": self.label_type,
+            "schema": self.schema,
+            "judge_id": self.judge_id,
+            "temperature": config.temperature,
+            "max_tokens": config.max_tokens,
+            "reasoning_effort": config.reasoning_effort,
+            "chat_template_kwargs": config.chat_template_kwargs,
+        }
+
     def body(
         self,
         messages: list[dict[str, str]],

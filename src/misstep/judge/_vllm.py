@@ -224,8 +224,7 @@ async def _tokenizer(engine: Any) -> Any:
 def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     """Start an ``AsyncLLM`` engine on the model (registry factory); needs ``misstep[vllm]``."""
     vllm = _import_vllm()
-    from misstep.judge import judge_id, label_json_schema, label_model
-    from misstep.prompts import prompt_hash
+    from misstep.judge._spec import JudgeSpec
 
     if not config.model:
         raise OptionError(
@@ -250,17 +249,10 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
         **settings["structured_outputs_config"]
     )
     engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=config.model, **settings))
-    schema = label_json_schema(taxonomy)
     return VLLMJudge(
         engine=engine,
         vllm_module=vllm,
-        label_type=label_model(taxonomy),
-        schema=schema,
-        judge_id=judge_id(config, taxonomy.hash, prompt_hash(), schema),
+        **JudgeSpec(config, taxonomy).backend_settings(),
         model=config.model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        reasoning_effort=config.reasoning_effort,
-        chat_template_kwargs=config.chat_template_kwargs,
         concurrency=max(1, config.concurrency) * 16,
     )

@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypedDict
 
 import pandas as pd
 from pydantic import BaseModel
@@ -66,6 +66,7 @@ __all__ = [
     "Action",
     "Current",
     "LabelRun",
+    "RunFields",
     "RunOptions",
     "Todo",
     "record_of",
@@ -250,6 +251,25 @@ class RunOptions:
     """Read (and keep) the cached graded table."""
     add_judge: bool = False
     """Write into a run directory that holds another judge configuration's labels."""
+
+    def recorded(self, *names: str) -> dict[str, Any]:
+        """The named options, for a run manifest."""
+        return {name: getattr(self, name) for name in names}
+
+
+class RunFields(TypedDict, total=False):
+    """:class:`RunOptions`' fields as keyword arguments (the entry points take them one by
+    one or the whole ``RunOptions``)."""
+
+    include_correct: bool
+    limit: int | None
+    per_checkpoint: int | None
+    pilot: int | None
+    input_format: str | None
+    regrade: bool
+    skip_invalid: bool
+    cache: bool
+    add_judge: bool
 
 
 class _CountOnly(RejectSink):

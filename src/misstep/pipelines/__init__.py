@@ -16,7 +16,7 @@ from misstep.pipelines._batch import (
 )
 from misstep.pipelines._demo import DEMO_KS, DemoResult, run_demo
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, arun_labeling, run_labeling
-from misstep.pipelines._ray import import_ray, label_with_ray
+from misstep.pipelines._ray import check_engine_samples, import_ray, label_with_ray
 from misstep.pipelines._select import run_selection, selection_table
 from misstep.pipelines._synthetic import (
     SYNTHETIC_PLANTED_ERROR_TYPE,
@@ -37,6 +37,7 @@ __all__ = [
     "RunAnalysis",
     "analyse_run",
     "arun_labeling",
+    "check_engine_samples",
     "collect_traces",
     "dataset_report_path",
     "export_requests",

@@ -43,7 +43,7 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import orjson
 from pydantic import BaseModel, Field
@@ -64,12 +64,14 @@ from misstep.labels import (
     Action,
     LabelRun,
     LabelStatus,
+    RunFields,
     RunManifest,
     RunOptions,
     read_manifest,
     record_of,
     skipped_record,
 )
+from misstep.pipelines._label import RunSummary
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import input_digest
 
@@ -99,13 +101,9 @@ REPLIES_HINT = (
 )
 
 
-class ExportSummary(BaseModel):
-    """What ``export_requests`` wrote."""
+class ExportSummary(RunSummary):
+    """What ``export_requests`` wrote (``judge``: the id the ingested labels will carry)."""
 
-    run_dir: str
-    """The run directory."""
-    judge: str
-    """Judge id the ingested labels will carry."""
     requests: int
     """Requests written to requests.jsonl."""
     skipped: int
@@ -118,13 +116,9 @@ class ExportSummary(BaseModel):
     """Traces whose cut or broken reply the retry policy keeps (no more attempts)."""
 
 
-class IngestSummary(BaseModel):
+class IngestSummary(RunSummary):
     """What ``ingest_replies`` stored."""
 
-    run_dir: str
-    """The run directory."""
-    judge: str
-    """Judge id of the stored labels."""
     replies: int
     """Reply lines read."""
     written_counts: dict[str, int] = Field(default_factory=dict)
@@ -169,28 +163,24 @@ def export_requests(
     config: JudgeConfig,
     *,
     taxonomy: Taxonomy,
-    include_correct: bool = False,
-    limit: int | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    add_judge: bool = False,
-    cache: bool = True,
     options: RunOptions | None = None,
+    **fields: Unpack[RunFields],
 ) -> ExportSummary:
     """Write ``RUN_DIR/requests.jsonl`` (and ``.parquet``) and the run's manifest (see the
-    module docstring). ``options``: all of the run's options at once (as the CLI builds them;
-    a label budget and ``skip_invalid`` are not for files); without it they are built from the
-    keyword arguments."""
+    module docstring). ``options``: all of the run's options at once (as the CLI builds them);
+    without it they are built from the keyword arguments (its fields). A label budget and
+    ``skip_invalid`` are not for files."""
     traces_path, run_dir = Path(traces_path), Path(run_dir)
-    if options is None:
-        options = RunOptions(
-            include_correct=include_correct,
-            limit=limit,
-            input_format=input_format,
-            regrade=regrade,
-            add_judge=add_judge,
-            cache=cache,
-        )
+    options = options or RunOptions(**fields)
+    for name in ("per_checkpoint", "pilot", "skip_invalid"):
+        if getattr(options, name) not in (None, False):
+            # ingest-replies reads the input again whole and judges what was exported
+            raise OptionError(
+                option=f"--{name.replace('_', '-')}",
+                value=getattr(options, name),
+                allowed="not with export-requests: every trace to judge is exported, from a "
+                "valid input",
+            )
     spec = JudgeSpec(_batch_config(config), taxonomy)
     digest = LabelRun.check_input(traces_path, run_dir)
     with LabelRun.open(
@@ -199,10 +189,7 @@ def export_requests(
         summary = _write_requests(run, spec)
         recorded = {
             "mode": "batch",
-            "include_correct": options.include_correct,
-            "limit": options.limit,
-            "input_format": options.input_format,
-            "regrade": options.regrade,
+            **options.recorded("include_correct", "limit", "input_format", "regrade"),
         }
         run.record_manifest(
             spec.manifest(

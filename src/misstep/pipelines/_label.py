@@ -30,10 +30,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -53,6 +53,7 @@ from misstep.labels import (
     Action,
     LabelRun,
     LabelStatus,
+    RunFields,
     RunOptions,
     StoredLabel,
     Todo,
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["LabelProgress", "LabelRunSummary", "arun_labeling", "run_labeling"]
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 STOP_AFTER_SERVER_DOWN = 3
 """Traces in a row whose requests all found the server unreachable (or refusing the key)
 after which labelling stops with ``JudgeUnavailableError`` (exit status 3)."""
@@ -98,13 +100,18 @@ class LabelProgress:
     """Completion tokens counted by the server this run."""
 
 
-class LabelRunSummary(BaseModel):
-    """What a labelling run did, and the state of its input's labels at the end."""
+class RunSummary(BaseModel):
+    """What every way of labelling reports first."""
 
     run_dir: str
     """The run directory."""
     judge: str
     """Judge id of this run's records."""
+
+
+class LabelRunSummary(RunSummary):
+    """What a labelling run did, and the state of its input's labels at the end."""
+
     traces: int
     """Input traces read (within --limit), rejects excluded."""
     written: int
@@ -305,20 +312,21 @@ async def arun_labeling(
     config: JudgeConfig,
     *,
     taxonomy: Taxonomy,
-    include_correct: bool = False,
-    limit: int | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    skip_invalid: bool = False,
+    options: RunOptions | None = None,
     progress: Callable[[LabelProgress], None] | None = None,
     judge: Judge | None = None,
-    add_judge: bool = False,
-    per_checkpoint: int | None = None,
-    pilot: int | None = None,
-    cache: bool = True,
-    options: RunOptions | None = None,
+    **fields: Unpack[RunFields],
 ) -> LabelRunSummary:
-    """The async form of :func:`run_labeling`."""
+    """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
+
+    ``options`` (``misstep.labels.RunOptions``) gives all of the run's options at once, as the
+    CLI builds them; without it they are built from the keyword arguments (its fields). A label
+    budget: ``per_checkpoint`` N judges N traces drawn at random per (checkpoint, dataset),
+    ``pilot`` M spreads M traces over them; the others get a ``skipped`` record with reason
+    ``not sampled``.
+
+    ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
+    JudgeUnavailableError before writing anything when the judge server cannot be reached."""
     if config.samples > 1 and config.temperature <= 0:
         raise OptionError(
             option="--samples",
@@ -327,20 +335,14 @@ async def arun_labeling(
             "agreement would always be 1",
             hint="pass --temperature above 0 (e.g. 0.7) with --samples",
         )
-    if options is None:
-        options = RunOptions(
-            include_correct=include_correct,
-            limit=limit,
-            per_checkpoint=per_checkpoint,
-            pilot=pilot,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            cache=cache,
-            add_judge=add_judge,
-        )
     return await _arun(
-        Path(traces_path), Path(run_dir), config, taxonomy, options, progress=progress, judge=judge
+        Path(traces_path),
+        Path(run_dir),
+        config,
+        taxonomy,
+        options or RunOptions(**fields),
+        progress=progress,
+        judge=judge,
     )
 
 
@@ -368,15 +370,15 @@ async def _arun(
             options=options,
             seed=config.seed,
         ) as run:
-            recorded = {
-                "include_correct": options.include_correct,
-                "limit": options.limit,
-                "input_format": options.input_format,
-                "regrade": options.regrade,
-                "skip_invalid": options.skip_invalid,
-                "per_checkpoint": options.per_checkpoint,
-                "pilot": options.pilot,
-            }
+            recorded = options.recorded(
+                "include_correct",
+                "limit",
+                "input_format",
+                "regrade",
+                "skip_invalid",
+                "per_checkpoint",
+                "pilot",
+            )
             run.record_manifest(
                 JudgeSpec(config, taxonomy).manifest(
                     traces_path,
@@ -483,53 +485,15 @@ async def _label_all(run: LabelRun, live: LiveLabeller) -> _Tally:
     return tally
 
 
-def run_labeling(
-    traces_path: str | Path,
-    run_dir: str | Path,
-    config: JudgeConfig,
-    *,
-    taxonomy: Taxonomy,
-    include_correct: bool = False,
-    limit: int | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    skip_invalid: bool = False,
-    progress: Callable[[LabelProgress], None] | None = None,
-    judge: Judge | None = None,
-    add_judge: bool = False,
-    per_checkpoint: int | None = None,
-    pilot: int | None = None,
-    cache: bool = True,
-    options: RunOptions | None = None,
-) -> LabelRunSummary:
-    """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
+def _blocking(fn: Callable[_P, Coroutine[Any, Any, _T]], name: str) -> Callable[_P, _T]:
+    """``fn`` run to its end in a new event loop, as the function ``name``."""
 
-    A label budget (``misstep.pipelines._budget``): ``per_checkpoint`` N judges N traces
-    drawn at random per (checkpoint, dataset), ``pilot`` M spreads M traces over them; the
-    others get a ``skipped`` record with reason ``not sampled``.
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return asyncio.run(fn(*args, **kwargs))
 
-    ``options`` gives all of the run's options at once (``misstep.labels.RunOptions``, as the
-    CLI builds them); without it they are built from the keyword arguments.
+    run.__doc__, run.__name__, run.__qualname__ = fn.__doc__, name, name
+    return run
 
-    ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
-    JudgeUnavailableError before writing anything when the judge server cannot be reached."""
-    return asyncio.run(
-        arun_labeling(
-            traces_path,
-            run_dir,
-            config,
-            taxonomy=taxonomy,
-            include_correct=include_correct,
-            limit=limit,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            progress=progress,
-            judge=judge,
-            add_judge=add_judge,
-            per_checkpoint=per_checkpoint,
-            pilot=pilot,
-            cache=cache,
-            options=options,
-        )
-    )
+
+run_labeling = _blocking(arun_labeling, "run_labeling")
+"""The blocking form of :func:`arun_labeling` (same arguments)."""

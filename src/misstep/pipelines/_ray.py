@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from misstep.errors import BackendNotInstalledError, OptionError
 from misstep.judge import (
@@ -55,7 +55,15 @@ from misstep.judge import (
     parse_completion,
     reask_messages,
 )
-from misstep.labels import Action, LabelRun, RunOptions, StoredLabel, record_of, skipped_record
+from misstep.labels import (
+    Action,
+    LabelRun,
+    RunFields,
+    RunOptions,
+    StoredLabel,
+    record_of,
+    skipped_record,
+)
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, LiveLabeller
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
@@ -65,7 +73,7 @@ if TYPE_CHECKING:
 
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["import_ray", "label_with_ray"]
+__all__ = ["check_engine_samples", "import_ray", "label_with_ray"]
 
 WORK_FILE = "ray_work.parquet"
 
@@ -80,6 +88,19 @@ def import_ray() -> Any:
             backend="ray", extra="ray", reason=f"ray cannot be imported ({exc})"
         ) from None
     return ray
+
+
+def check_engine_samples(config: JudgeConfig) -> None:
+    """Ray's vLLM engine processor draws one sample per request: ``--samples`` above 1 is
+    refused there (before anything starts)."""
+    if config.samples > 1:
+        raise OptionError(
+            option="--samples",
+            value=config.samples,
+            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
+            "output of a request",
+            hint="use --ray with --judge openai (servers) for several samples per trace",
+        )
 
 
 class _JudgeActor:
@@ -136,41 +157,16 @@ def label_with_ray(
     actors: int = 2,
     batch_size: int = 16,
     engine: bool = False,
-    include_correct: bool = False,
-    input_format: str | None = None,
-    regrade: bool = False,
-    add_judge: bool = False,
-    limit: int | None = None,
-    per_checkpoint: int | None = None,
-    pilot: int | None = None,
-    skip_invalid: bool = False,
-    cache: bool = True,
     options: RunOptions | None = None,
+    **fields: Unpack[RunFields],
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` on Ray (see the module docstring).
     Ray must be initialised (``ray.init(...)``) or it starts a local cluster. ``options``: all
     of the run's options at once (as the CLI builds them); without it they are built from the
-    keyword arguments."""
-    if options is None:
-        options = RunOptions(
-            include_correct=include_correct,
-            limit=limit,
-            per_checkpoint=per_checkpoint,
-            pilot=pilot,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            cache=cache,
-            add_judge=add_judge,
-        )
-    if engine and config.samples > 1:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
-            "output of a request",
-            hint="use --ray with --judge openai (servers) for several samples per trace",
-        )
+    keyword arguments (its fields)."""
+    options = options or RunOptions(**fields)
+    if engine:
+        check_engine_samples(config)
     ray = import_ray()
     start = time.perf_counter()
     traces_path, run_dir = Path(traces_path), Path(run_dir)
@@ -192,11 +188,9 @@ def label_with_ray(
             recorded = {
                 "mode": "ray-engine" if engine else "ray",
                 "actors": actors,
-                "include_correct": options.include_correct,
-                "limit": options.limit,
-                "per_checkpoint": options.per_checkpoint,
-                "pilot": options.pilot,
-                "skip_invalid": options.skip_invalid,
+                **options.recorded(
+                    "include_correct", "limit", "per_checkpoint", "pilot", "skip_invalid"
+                ),
             }
             run.record_manifest(
                 spec.manifest(
