@@ -140,6 +140,7 @@ PUBLIC = {
         "engine_settings",
         "evidence_in_text",
         "first_attempt",
+        "import_backend",
         "judge_id",
         "label_json_schema",
         "label_model",

@@ -14,7 +14,12 @@ from misstep.judge._exchange import (
     reask_messages,
 )
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, declared
-from misstep.judge._registry import available_judges, create_judge, register_judge
+from misstep.judge._registry import (
+    available_judges,
+    create_judge,
+    import_backend,
+    register_judge,
+)
 from misstep.judge._rules import RULES_JUDGE_CAPABILITIES, RulesJudge
 from misstep.judge._schema import (
     EVIDENCE_MAX_CHARS,
@@ -50,6 +55,7 @@ __all__ = [
     "engine_settings",
     "evidence_in_text",
     "first_attempt",
+    "import_backend",
     "judge_id",
     "label_json_schema",
     "label_model",

@@ -26,11 +26,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
-from misstep.judge._protocol import JudgeRequest, JudgeResult, Try
+from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, Try
 from misstep.labels import LabelStatus
 
 __all__ = [
     "EngineRequest",
+    "ModelJudge",
     "Reply",
     "RetryPolicy",
     "Sent",
@@ -398,6 +399,74 @@ async def run_exchange(
         kind, seed, temp = step
         if kind == "reask":
             messages = reask_messages(messages, first.raw_reply or "", first.reason or "")
+
+
+class ModelJudge(Judge):
+    """A backend that asks a model through the one exchange: it builds each attempt's chat body
+    (``chat_body``) and runs ``run_exchange``; a subclass sends one attempt over its wire
+    (``_attempt``: the server client, the offline engine)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        label_type: type[BaseModel],
+        schema: dict[str, Any],
+        judge_id: str,
+        temperature: float,
+        max_tokens: int,
+        reasoning_effort: str | None,
+        chat_template_kwargs: dict[str, Any] | None,
+        policy: RetryPolicy,
+    ) -> None:
+        self.model = model
+        self._label_type = label_type
+        self._schema = schema
+        self._judge_id = judge_id
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._reasoning_effort = reasoning_effort
+        self._chat_template_kwargs = chat_template_kwargs
+        self._policy = policy
+
+    @property
+    def judge_id(self) -> str:
+        return self._judge_id
+
+    async def _attempt(self, body: dict[str, Any]) -> Sent:
+        """One attempt over the wire (raises ``TransportGaveUp`` when there is no answer)."""
+        raise NotImplementedError
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Label one trace; never raises for a bad reply or an unreachable server (the retry
+        policy of this module)."""
+        schema = request.schema or self._schema
+
+        async def send(
+            messages: list[dict[str, str]], seed: int, temperature: float, n: int
+        ) -> Sent:
+            body = chat_body(
+                model=self.model,
+                messages=messages,
+                schema=schema,
+                name=self._label_type.__name__,
+                temperature=temperature,
+                max_tokens=self._max_tokens,
+                seed=seed,
+                n=n,
+                reasoning_effort=self._reasoning_effort,
+                chat_template_kwargs=self._chat_template_kwargs,
+            )
+            return await self._attempt(body)
+
+        return await run_exchange(
+            request,
+            send,
+            label_type=self._label_type,
+            temperature=self._temperature,
+            max_tokens=self._max_tokens,
+            policy=self._policy,
+        )
 
 
 def _summarise(exc: ValidationError) -> str:

@@ -29,14 +29,13 @@ from pydantic import BaseModel
 
 from misstep.errors import JudgeUnavailableError, OptionError
 from misstep.judge._exchange import (
+    ModelJudge,
     RetryPolicy,
     Sent,
     TransportGaveUp,
-    chat_body,
     replies_of,
-    run_exchange,
 )
-from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
+from misstep.judge._protocol import JudgeResult
 from misstep.judge._retry import backoff_delay
 from misstep.labels import LabelStatus
 
@@ -162,7 +161,7 @@ def choose_model(base_url: str, asked: str | None, served: list[str]) -> str:
     )
 
 
-class OpenAIJudge(Judge):
+class OpenAIJudge(ModelJudge):
     """Async judge over an OpenAI-compatible chat-completions endpoint."""
 
     def __init__(
@@ -187,20 +186,20 @@ class OpenAIJudge(Judge):
         server_info: dict[str, Any] | None = None,
         extra_base_urls: tuple[str, ...] = (),
     ) -> None:
+        super().__init__(
+            model=model,
+            label_type=label_type,
+            schema=schema,
+            judge_id=judge_id,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            reasoning_effort=reasoning_effort,
+            chat_template_kwargs=chat_template_kwargs,
+            policy=RetryPolicy(reasks=max_reasks),
+        )
         self.base_url = base_url
-        self.model = model
         self.server_model = server_model
         """The model id the server reported, for the manifest."""
-        self._judge_id = judge_id
-        self._label_type = label_type
-        self._response_format: dict[str, Any] = {
-            "type": "json_schema",
-            "json_schema": {"name": label_type.__name__, "schema": schema},
-        }
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._reasoning_effort = reasoning_effort
-        self._chat_template_kwargs = chat_template_kwargs
         self.server_info: dict[str, Any] = server_info or {}
         """What the server said of itself (``GET /version``, ``max_model_len``), for the
         manifest."""
@@ -208,7 +207,6 @@ class OpenAIJudge(Judge):
         """One request draws all the samples of a trace (``n``)."""
         self._max_retries = max_retries
         self._deadline_s = deadline_s
-        self._policy = RetryPolicy(reasks=max_reasks)
         self._backoff_base_s = backoff_base_s
         # Enough pooled connections for every in-flight request, so none waits for a socket.
         # (the Limits class of whichever httpx the installed openai is built on)
@@ -239,21 +237,14 @@ class OpenAIJudge(Judge):
         same servers, clients and sampling settings; closing either closes both."""
         other = copy.copy(self)
         other._label_type = label_type
+        other._schema = schema
         other._judge_id = judge_id
-        other._response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": label_type.__name__, "schema": schema},
-        }
         other.notices = []
         return other
 
     def take_notices(self) -> list[str]:
         notices, self.notices = self.notices, []
         return notices
-
-    @property
-    def judge_id(self) -> str:
-        return self._judge_id
 
     @property
     def base_urls(self) -> list[str]:
@@ -288,30 +279,11 @@ class OpenAIJudge(Judge):
             return True
         return False
 
-    async def _create(
-        self,
-        messages: list[dict[str, str]],
-        seed: int,
-        temperature: float,
-        n: int,
-        schema: dict[str, Any],
-    ) -> Any:
+    async def _create(self, body: dict[str, Any]) -> Any:
         # The client's low-level ``post`` sends this body as is and returns the JSON: the
         # typed ``chat.completions.create`` walks every request (the whole JSON schema) and
         # builds a model of every reply, which cost more CPU than the rest of a label
         # together. Same endpoint, same wire format, same errors and timeouts.
-        body = chat_body(
-            model=self.model,
-            messages=messages,
-            schema=schema,
-            name=self._response_format["json_schema"]["name"],
-            temperature=temperature,
-            max_tokens=self._max_tokens,
-            seed=seed,
-            n=n,
-            reasoning_effort=self._reasoning_effort,
-            chat_template_kwargs=self._chat_template_kwargs,
-        )
         server = self._pick()
         server.in_flight += 1
         try:
@@ -339,14 +311,7 @@ class OpenAIJudge(Judge):
         server.served += 1
         return reply
 
-    async def _send(
-        self,
-        messages: list[dict[str, str]],
-        seed: int,
-        temperature: float,
-        n: int,
-        schema: dict[str, Any],
-    ) -> Sent:
+    async def _attempt(self, body: dict[str, Any]) -> Sent:
         """One attempt over the wire, with the transport's own retries (5xx, timeouts,
         connection errors, with backoff) and failover between servers."""
         retries = 0
@@ -354,7 +319,7 @@ class OpenAIJudge(Judge):
         while True:
             made += 1
             try:
-                completion = await self._create(messages, seed, temperature, n, schema)
+                completion = await self._create(body)
             except _Failover:
                 continue  # the server was dropped: straight to another, not a retry
             except (*_RETRYABLE, _DeadlineExceeded) as exc:
@@ -414,25 +379,6 @@ class OpenAIJudge(Judge):
                 ),
                 made,
             )
-
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        """Label one trace; never raises for a bad reply or an unreachable server (the
-        exchange's retry policy: ``misstep.judge._exchange``)."""
-        schema = request.schema or self._response_format["json_schema"]["schema"]
-
-        async def send(
-            messages: list[dict[str, str]], seed: int, temperature: float, n: int
-        ) -> Sent:
-            return await self._send(messages, seed, temperature, n, schema)
-
-        return await run_exchange(
-            request,
-            send,
-            label_type=self._label_type,
-            temperature=self._temperature,
-            max_tokens=self._max_tokens,
-            policy=self._policy,
-        )
 
 
 DROP_AFTER_FAILURES = 3

@@ -8,7 +8,7 @@ thing with the same id however it is sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -20,11 +20,21 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel
 
 from misstep.judge._config import JudgeConfig, judge_id, request_seed
-from misstep.judge._exchange import RetryPolicy, Try, bounded_schema, chat_body, engine_request
+from misstep.judge._exchange import (
+    RetryPolicy,
+    Try,
+    bounded_schema,
+    chat_body,
+    engine_request,
+    reask_messages,
+)
+from misstep.judge._protocol import JudgeResult
 from misstep.judge._schema import label_json_schema, label_model
-from misstep.labels import InputFile, LabelStatus, RunManifest
+from misstep.labels import InputFile, LabelStatus, RunManifest, StoredLabel, record_of
 
 if TYPE_CHECKING:
+    from misstep.prompts import RenderedPrompt
+    from misstep.rollouts import Trace
     from misstep.taxonomy import Taxonomy
 
 __all__ = ["Attempt", "JudgeSpec", "first_attempt", "next_attempt"]
@@ -98,6 +108,63 @@ class JudgeSpec:
             n=n,
             reasoning_effort=config.reasoning_effort,
             chat_template_kwargs=config.chat_template_kwargs,
+        )
+
+    def render(self, trace: Trace, answer: str | None) -> RenderedPrompt:
+        """The judge prompt of a trace under this configuration's trace token budget."""
+        from misstep.prompts import render_judge_prompt
+
+        return render_judge_prompt(
+            self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
+        )
+
+    def attempt_body(
+        self, trace: Trace, answer: str | None, attempt: Attempt, *, n: int = 1
+    ) -> dict[str, Any]:
+        """The body of ``attempt`` at a trace (a re-ask shows the broken reply and its
+        problem), for a round that cannot retry inline (run-batch files, Ray's engine)."""
+        rendered = self.render(trace, answer)
+        messages = rendered.messages
+        if attempt.kind == "reask":
+            messages = reask_messages(messages, str(attempt.raw), str(attempt.problem))
+        return self.body(
+            messages,
+            len(rendered.steps),
+            seed=attempt.seed,
+            temperature=attempt.temperature,
+            n=n,
+        )
+
+    def round_record(
+        self,
+        trace: Trace,
+        answer: str | None,
+        results_of: Callable[[int], list[JudgeResult]],
+        sent: Mapping[str, Any] | None,
+        *,
+        judge_id: str,
+        inclusion_prob: float | None = None,
+    ) -> StoredLabel:
+        """The record of a reply that came back from such a round: the prompt rendered again
+        for its steps, ``results_of(n_steps)`` (the reply through the one validator), the
+        attempts from the retry state the request was sent with (``sent``: ``Attempt.as_dict``,
+        None for a first attempt)."""
+        rendered = self.render(trace, answer)
+        steps = list(rendered.steps)
+        results = results_of(len(steps))
+        attempt = Attempt.from_dict(sent or {}, first_attempt(self.config, trace.trace_id))
+        tries = attempt.tries(results[0].status.value)
+        results[0].tries = tries
+        return record_of(
+            trace,
+            results,
+            steps,
+            judge=judge_id,
+            samples=self.config.samples,
+            order=self.order,
+            attempts=len(tries),
+            trace_cut=rendered.trace_cut,
+            inclusion_prob=inclusion_prob,
         )
 
     def template_kwargs(self) -> dict[str, Any] | None:

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from misstep.errors import BackendNotInstalledError, OptionError
+from misstep.errors import OptionError
 from misstep.judge._exchange import (
     EngineRequest,
+    ModelJudge,
     Reply,
     RetryPolicy,
     Sent,
     TransportGaveUp,
-    chat_body,
     engine_request,
-    run_exchange,
     sampling_params,
 )
-from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
+from misstep.judge._protocol import JudgeResult
+from misstep.judge._registry import import_backend
 from misstep.labels import LabelStatus
 
 if TYPE_CHECKING:
@@ -54,16 +54,6 @@ decoding could loop on it until ``max_tokens``), which vLLM accepts only with th
 named. The same settings as the documented server command
 ``--structured-outputs-config.backend xgrammar
 --structured-outputs-config.disable_any_whitespace true``."""
-
-
-def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise BackendNotInstalledError(
-            backend="vllm", extra="vllm", reason=f"the vllm package cannot be imported ({exc})"
-        ) from None
-    return vllm
 
 
 CPU_MAX_BATCHED_TOKENS = 16384
@@ -89,7 +79,7 @@ def engine_settings(config: JudgeConfig) -> dict[str, Any]:
             "structured_outputs_config": structured}  # fmt: skip
 
 
-class VLLMJudge(Judge):
+class VLLMJudge(ModelJudge):
     """Labels traces with an in-process ``AsyncLLM``; every request is submitted at once."""
 
     def __init__(
@@ -107,27 +97,25 @@ class VLLMJudge(Judge):
         chat_template_kwargs: dict[str, Any] | None = None,
         concurrency: int = 256,
     ) -> None:
+        super().__init__(
+            model=model,
+            label_type=label_type,
+            schema=schema,
+            judge_id=judge_id,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            reasoning_effort=reasoning_effort,
+            chat_template_kwargs=chat_template_kwargs,
+            policy=RetryPolicy(),
+        )
         self._engine = engine
         self._vllm = vllm_module
-        self._label_type = label_type
-        self._schema = schema
-        self._judge_id = judge_id
-        self.model = model
         self.server_model = model
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._reasoning_effort = reasoning_effort
-        self._chat_template_kwargs = chat_template_kwargs
-        self._policy = RetryPolicy()
         self._ids = itertools.count()
         self.supports_n = True
         """One request draws all the samples of a trace (``n``)."""
         self.preferred_concurrency = concurrency
         """Requests the pipeline should keep in flight so that the engine's batches fill."""
-
-    @property
-    def judge_id(self) -> str:
-        return self._judge_id
 
     async def aclose(self) -> None:
         engine, self._engine = self._engine, None
@@ -138,42 +126,16 @@ class VLLMJudge(Judge):
             # successful run): once is enough.
             engine.shutdown = _already_shut_down
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        schema = request.schema or self._schema
-
-        async def send(
-            messages: list[dict[str, str]], seed: int, temperature: float, n: int
-        ) -> Sent:
-            body = chat_body(
-                model=self.model,
-                messages=messages,
-                schema=schema,
-                name=self._label_type.__name__,
-                temperature=temperature,
-                max_tokens=self._max_tokens,
-                seed=seed,
-                n=n,
-                reasoning_effort=self._reasoning_effort,
-                chat_template_kwargs=self._chat_template_kwargs,
-            )
-            try:
-                return await self._generate(engine_request(body))
-            except Exception as exc:  # the engine failed this request: a failed record
-                raise TransportGaveUp(
-                    JudgeResult(
-                        status=LabelStatus.FAILED,
-                        reason=f"vllm engine error: {type(exc).__name__}: {exc}"[:500],
-                    )
-                ) from None
-
-        return await run_exchange(
-            request,
-            send,
-            label_type=self._label_type,
-            temperature=self._temperature,
-            max_tokens=self._max_tokens,
-            policy=self._policy,
-        )
+    async def _attempt(self, body: dict[str, Any]) -> Sent:
+        try:
+            return await self._generate(engine_request(body))
+        except Exception as exc:  # the engine failed this request: a failed record
+            raise TransportGaveUp(
+                JudgeResult(
+                    status=LabelStatus.FAILED,
+                    reason=f"vllm engine error: {type(exc).__name__}: {exc}"[:500],
+                )
+            ) from None
 
     async def _generate(self, request: EngineRequest) -> Sent:
         from vllm.sampling_params import RequestOutputKind
@@ -223,7 +185,7 @@ async def _tokenizer(engine: Any) -> Any:
 
 def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     """Start an ``AsyncLLM`` engine on the model (registry factory); needs ``misstep[vllm]``."""
-    vllm = _import_vllm()
+    vllm = import_backend("vllm", "vllm")
     from misstep.judge._spec import JudgeSpec
 
     if not config.model:

@@ -35,7 +35,7 @@ import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypedDict
@@ -279,34 +279,24 @@ class _CountOnly(RejectSink):
         self.count += 1
 
 
+@dataclass(eq=False)
 class LabelRun:
     """An open run directory (see the module docstring); made by :meth:`open` only."""
 
-    def __init__(
-        self,
-        *,
-        traces_path: Path,
-        run_dir: Path,
-        judge_id: str,
-        digest: str,
-        graded: GradedRun,
-        options: RunOptions,
-        rejects: RejectSink | None,
-        sample: dict[str, float] | None,
-        store: LabelStore,
-    ) -> None:
-        self.traces_path = traces_path
-        self.run_dir = run_dir
-        self.judge_id = judge_id
-        self.digest = digest
-        """SHA-256 of the input."""
-        self.graded = graded
-        self.sample = sample
-        """Inclusion probability of each trace to judge under a label budget; None: all."""
-        self.options = options
-        self._rejects = rejects
-        self._store = store
-        self._index, self._retry = _read_state(labels_path(run_dir), judge_id)
+    traces_path: Path
+    run_dir: Path
+    judge_id: str
+    digest: str
+    """SHA-256 of the input."""
+    graded: GradedRun
+    options: RunOptions
+    sample: dict[str, float] | None
+    """Inclusion probability of each trace to judge under a label budget; None: all."""
+    _rejects: RejectSink | None = field(repr=False)
+    _store: LabelStore = field(repr=False)
+
+    def __post_init__(self) -> None:
+        self._index, self._retry = _read_state(labels_path(self.run_dir), self.judge_id)
 
     @staticmethod
     def check_input(traces_path: Path, run_dir: Path) -> str:
@@ -370,9 +360,9 @@ class LabelRun:
                 digest=digest,
                 graded=graded,
                 options=options,
-                rejects=rejects,
                 sample=sample,
-                store=store,
+                _rejects=rejects,
+                _store=store,
             )
 
     @property

@@ -39,6 +39,7 @@ exported are named and left out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections import Counter
@@ -50,15 +51,12 @@ from pydantic import BaseModel, Field
 
 from misstep.errors import InputError, InvalidRecordError, LabelStoreError, OptionError
 from misstep.judge import (
-    Attempt,
     JudgeConfig,
     JudgeResult,
     JudgeSpec,
     RetryPolicy,
-    first_attempt,
     next_attempt,
     parse_completion,
-    reask_messages,
 )
 from misstep.labels import (
     Action,
@@ -68,11 +66,9 @@ from misstep.labels import (
     RunManifest,
     RunOptions,
     read_manifest,
-    record_of,
     skipped_record,
 )
 from misstep.pipelines._label import RunSummary
-from misstep.prompts import render_judge_prompt
 from misstep.rollouts import input_digest
 
 if TYPE_CHECKING:
@@ -232,19 +228,7 @@ def _write_requests(run: LabelRun, spec: JudgeSpec) -> ExportSummary:
                 summary.given_up += 1
                 continue
             summary.retries += previous is not None
-            rendered = render_judge_prompt(
-                spec.taxonomy, trace, todo.answer, max_trace_tokens=config.max_trace_tokens
-            )
-            messages = rendered.messages
-            if attempt.kind == "reask":
-                messages = reask_messages(messages, str(attempt.raw), str(attempt.problem))
-            body = spec.body(
-                messages,
-                len(rendered.steps),
-                seed=attempt.seed,
-                temperature=attempt.temperature,
-                n=config.samples,
-            )
+            body = spec.attempt_body(trace, todo.answer, attempt, n=config.samples)
             line = {"custom_id": trace.trace_id, "method": "POST", "url": URL, "body": body}
             sent = {"custom_id": trace.trace_id, **attempt.as_dict(reply=False)}
             tries_out.write(orjson.dumps(sent) + b"\n")
@@ -462,27 +446,15 @@ def _store_replies(
         if run.is_ok(trace.trace_id):
             summary.already_ok += 1
             continue
-        rendered = render_judge_prompt(
-            spec.taxonomy, trace, answer, max_trace_tokens=config.max_trace_tokens
-        )
-        steps = list(rendered.steps)
-        results = _reply_results(reply, spec.label_type, config.max_tokens, len(steps))
-        attempt = Attempt.from_dict(
-            exported.get(trace.trace_id) or {}, first_attempt(config, trace.trace_id)
-        )
-        tries = attempt.tries(results[0].status.value)
-        results[0].tries = tries
-        record = record_of(
+        record = spec.round_record(
             trace,
-            results,
-            steps,
-            judge=spec.judge_id,
-            samples=config.samples,
-            order=spec.order,
-            attempts=len(tries),
-            trace_cut=rendered.trace_cut,
+            answer,
+            functools.partial(_reply_results, reply, spec.label_type, config.max_tokens),
+            exported.get(trace.trace_id),
+            judge_id=spec.judge_id,
         )
-        if config.samples == 1 and policy.next_try(tries, record.status, config.temperature):
+        retry = next_attempt(config, trace.trace_id, record.model_dump(mode="json"), policy)
+        if config.samples == 1 and retry is not None:
             summary.to_retry += 1
         run.append(record)
         written[record.status.value] += 1

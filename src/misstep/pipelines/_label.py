@@ -46,7 +46,6 @@ from misstep.judge import (
     bounded_schema,
     create_judge,
     declared,
-    label_json_schema,
     request_seed,
 )
 from misstep.labels import (
@@ -60,7 +59,6 @@ from misstep.labels import (
     record_of,
     skipped_record,
 )
-from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
 
 if TYPE_CHECKING:
@@ -136,37 +134,30 @@ class LabelRunSummary(RunSummary):
     """Per checkpoint, the error types of the input traces whose current label is ok."""
 
 
+@dataclass(eq=False)
 class LiveLabeller:
     """Turns a trace into its record with a live judge: render, ask (samples, retries in the
     backend), watch for a server that is down, make the record; the live path writes it, a Ray
     actor hands it back."""
 
-    def __init__(
-        self,
-        *,
-        judge: Judge,
-        config: JudgeConfig,
-        taxonomy: Taxonomy,
-        run: LabelRun | None,
-        progress: LabelProgress,
-        on_progress: Callable[[LabelProgress], None] | None,
-        call_limit: int,
-    ) -> None:
-        self.judge = judge
-        self.config = config
-        self.taxonomy = taxonomy
-        self.run = run
-        """Where records go; None: built only (a Ray actor hands them back to the driver)."""
-        self.progress = progress
-        self.on_progress = on_progress
-        self.order = {key: i for i, key in enumerate(taxonomy.keys)}
-        self.schema = label_json_schema(taxonomy)
-        self.call_limit = max(1, call_limit)
+    judge: Judge
+    config: JudgeConfig
+    taxonomy: Taxonomy
+    run: LabelRun | None
+    """Where records go; None: built only (a Ray actor hands them back to the driver)."""
+    progress: LabelProgress
+    on_progress: Callable[[LabelProgress], None] | None
+    call_limit: int
+    """Requests in flight at most (the semaphore ``calls``)."""
+    down_streak: int = 0
+    """Traces in a row whose every request said the server is unusable."""
+    stop: JudgeUnavailableError | None = None
+    """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
+
+    def __post_init__(self) -> None:
+        self.spec = JudgeSpec(self.config, self.taxonomy)
+        self.call_limit = max(1, self.call_limit)
         self.calls = asyncio.Semaphore(self.call_limit)
-        self.down_streak = 0
-        """Traces in a row whose every request said the server is unusable."""
-        self.stop: JudgeUnavailableError | None = None
-        """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
 
     def write(self, label: StoredLabel) -> None:
         self.progress.notices.extend(self.judge.take_notices())
@@ -239,20 +230,13 @@ class LiveLabeller:
         if early is not None:
             return record_of(
                 trace, [early], [], judge=self.judge.judge_id, samples=self.config.samples,
-                order=self.order, attempts=early.attempts,
+                order=self.spec.order, attempts=early.attempts,
             )  # fmt: skip
         # Splitting and rendering are CPU work: a long trace is done in a worker thread so that
         # the event loop keeps the other requests flowing.
-        rendered = await _off_loop(
-            _chars(trace),
-            render_judge_prompt,
-            self.taxonomy,
-            trace,
-            answer,
-            max_trace_tokens=self.config.max_trace_tokens,
-        )
+        rendered = await _off_loop(_chars(trace), self.spec.render, trace, answer)
         steps = list(rendered.steps)
-        schema = bounded_schema(self.schema, len(steps), max_tokens=self.config.max_tokens)
+        schema = bounded_schema(self.spec.schema, len(steps), max_tokens=self.config.max_tokens)
         samples = max(1, self.config.samples)
         one_request = samples > 1 and self.judge.supports_n
         requests = [
@@ -283,7 +267,7 @@ class LiveLabeller:
             steps,
             judge=self.judge.judge_id,
             samples=self.config.samples,
-            order=self.order,
+            order=self.spec.order,
             attempts=attempts,
             latency_ms=wall_ms,
             trace_cut=rendered.trace_cut,

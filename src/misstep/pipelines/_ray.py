@@ -41,19 +41,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from misstep.errors import BackendNotInstalledError, OptionError
+from misstep.errors import OptionError
 from misstep.judge import (
     Attempt,
     JudgeConfig,
+    JudgeResult,
     JudgeSpec,
     RetryPolicy,
     create_judge,
     engine_request,
     engine_settings,
     first_attempt,
+    import_backend,
     next_attempt,
     parse_completion,
-    reask_messages,
 )
 from misstep.labels import (
     Action,
@@ -61,11 +62,9 @@ from misstep.labels import (
     RunFields,
     RunOptions,
     StoredLabel,
-    record_of,
     skipped_record,
 )
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, LiveLabeller
-from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
 
 if TYPE_CHECKING:
@@ -80,14 +79,7 @@ WORK_FILE = "ray_work.parquet"
 
 def import_ray() -> Any:
     """The ``ray`` module (with ``ray.data``), or BackendNotInstalledError naming the extra."""
-    try:
-        import ray
-        import ray.data
-    except ImportError as exc:
-        raise BackendNotInstalledError(
-            backend="ray", extra="ray", reason=f"ray cannot be imported ({exc})"
-        ) from None
-    return ray
+    return import_backend("ray", "ray", "ray.data")
 
 
 def check_engine_samples(config: JudgeConfig) -> None:
@@ -369,19 +361,8 @@ def _plan(
 def _engine_row(row: dict[str, Any], config: JudgeConfig, taxonomy: Taxonomy) -> dict[str, Any]:
     """A Ray row of one trace: the live path's chat body through the one adapter."""
     trace = Trace.model_validate_json(row["trace"])
-    plan = json.loads(row["plan"])
-    rendered = render_judge_prompt(
-        taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
-    )
-    messages = rendered.messages
-    if plan["kind"] == "reask":
-        messages = reask_messages(messages, plan["raw"], plan["problem"])
-    body = JudgeSpec(config, taxonomy).body(
-        messages,
-        len(rendered.steps),
-        seed=int(plan["seed"]),
-        temperature=float(plan["temperature"]),
-    )
+    attempt = Attempt.from_dict(json.loads(row["plan"]), first_attempt(config, trace.trace_id))
+    body = JudgeSpec(config, taxonomy).attempt_body(trace, row["answer"] or None, attempt)
     request = engine_request(body)
     return {**row, "messages": request.messages, "sampling_params": request.sampling}
 
@@ -432,15 +413,10 @@ def _engine_records(
 
 def _engine_record(row: dict[str, Any], spec: JudgeSpec, judge_id: str) -> str:
     """The record of one row Ray's processor generated, validated by the one validator."""
-    config = spec.config
-    trace = Trace.model_validate_json(row["trace"])
-    rendered = render_judge_prompt(
-        spec.taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
-    )
-    steps = list(rendered.steps)
+    max_tokens = spec.config.max_tokens
     used = row.get("num_generated_tokens")
     # Ray's processor passes no finish reason on: a reply that used every token was cut.
-    cut = isinstance(used, int) and used >= config.max_tokens
+    cut = isinstance(used, int) and used >= max_tokens
     completion = {
         "choices": [
             {
@@ -449,21 +425,16 @@ def _engine_record(row: dict[str, Any], spec: JudgeSpec, judge_id: str) -> str:
             }
         ]
     }
-    results = parse_completion(
-        completion, spec.label_type, n_steps=len(steps), max_tokens=config.max_tokens
-    )
-    attempt = Attempt.from_dict(json.loads(row["plan"]), first_attempt(config, trace.trace_id))
-    tries = attempt.tries(results[0].status.value)
-    results[0].tries = tries
+
+    def results_of(n_steps: int) -> list[JudgeResult]:
+        return parse_completion(completion, spec.label_type, n_steps=n_steps, max_tokens=max_tokens)
+
     prob = float(row["inclusion_prob"])
-    return record_of(
-        trace,
-        results,
-        steps,
-        judge=judge_id,
-        samples=config.samples,
-        order=spec.order,
-        attempts=len(tries),
-        trace_cut=rendered.trace_cut,
+    return spec.round_record(
+        Trace.model_validate_json(row["trace"]),
+        row["answer"] or None,
+        results_of,
+        json.loads(row["plan"]),
+        judge_id=judge_id,
         inclusion_prob=prob if prob >= 0 else None,
     ).model_dump_json()
