@@ -124,12 +124,19 @@ class Asking:
     """What the judge is asked: the same request whichever way it is sent."""
 
     temperature: float = 0.0
+    """Sampling temperature of the first attempt (``--temperature``)."""
     max_tokens: int = 1024
+    """Longest reply in tokens (``--max-tokens``)."""
     samples: int = 1
+    """Samples per trace (``--samples``)."""
     seed: int = 0
+    """The seed every request's seed comes from (``--seed``)."""
     max_trace_tokens: int = 6000
+    """Token budget of the trace in the prompt (``--max-trace-tokens``)."""
     reasoning_effort: str | None = None
+    """For reasoning models: low, medium, high (``--reasoning-effort``)."""
     chat_template_kwargs: dict[str, Any] | None = None
+    """Chat-template arguments (``--chat-template-kwargs``)."""
 
     @classmethod
     def build(
@@ -172,13 +179,21 @@ class Serving:
     """Where and how the judge is asked."""
 
     base_urls: tuple[str, ...] = ()
+    """The servers (``--base-url``, repeatable)."""
     model: str | None = None
+    """The model (``--model``; default: the one the server serves)."""
     concurrency: int = 16
+    """Requests in flight (``--concurrency``)."""
     timeout: float = 60.0
+    """Seconds one read may take (``--timeout``)."""
     deadline: float = 300.0
+    """Seconds one whole request may take (``--deadline``)."""
     max_retries: int = 3
+    """Retries on 5xx and timeouts (``--max-retries``)."""
     engine_args: dict[str, Any] = field(default_factory=dict)
+    """vllm engine settings (``--engine-arg``)."""
     batch_invariant: bool = False
+    """The server runs batch-invariant, as the user declares (``--batch-invariant``)."""
 
     @classmethod
     def build(

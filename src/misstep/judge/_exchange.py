@@ -21,7 +21,7 @@ import copy
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,6 +32,7 @@ from misstep.labels import LabelStatus
 __all__ = [
     "EngineRequest",
     "ModelJudge",
+    "ModelSettings",
     "Reply",
     "RetryPolicy",
     "Sent",
@@ -401,32 +402,35 @@ async def run_exchange(
             messages = reask_messages(messages, first.raw_reply or "", first.reason or "")
 
 
+class ModelSettings(TypedDict, total=False):
+    """What a model backend asks with (``JudgeSpec.backend_settings`` makes them from a
+    configuration); the label type, schema and id are required."""
+
+    label_type: Required[type[BaseModel]]
+    schema: Required[dict[str, Any]]
+    judge_id: Required[str]
+    temperature: float
+    max_tokens: int
+    reasoning_effort: str | None
+    chat_template_kwargs: dict[str, Any] | None
+
+
 class ModelJudge(Judge):
     """A backend that asks a model through the one exchange: it builds each attempt's chat body
     (``chat_body``) and runs ``run_exchange``; a subclass sends one attempt over its wire
     (``_attempt``: the server client, the offline engine)."""
 
     def __init__(
-        self,
-        *,
-        model: str,
-        label_type: type[BaseModel],
-        schema: dict[str, Any],
-        judge_id: str,
-        temperature: float,
-        max_tokens: int,
-        reasoning_effort: str | None,
-        chat_template_kwargs: dict[str, Any] | None,
-        policy: RetryPolicy,
+        self, *, model: str, policy: RetryPolicy, **settings: Unpack[ModelSettings]
     ) -> None:
         self.model = model
-        self._label_type = label_type
-        self._schema = schema
-        self._judge_id = judge_id
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._reasoning_effort = reasoning_effort
-        self._chat_template_kwargs = chat_template_kwargs
+        self._label_type = settings["label_type"]
+        self._schema = settings["schema"]
+        self._judge_id = settings["judge_id"]
+        self._temperature = settings.get("temperature", 0.0)
+        self._max_tokens = settings.get("max_tokens", 1024)
+        self._reasoning_effort = settings.get("reasoning_effort")
+        self._chat_template_kwargs = settings.get("chat_template_kwargs")
         self._policy = policy
 
     @property

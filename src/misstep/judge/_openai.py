@@ -21,7 +21,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 import openai
@@ -30,6 +30,7 @@ from pydantic import BaseModel
 from misstep.errors import JudgeUnavailableError, OptionError
 from misstep.judge._exchange import (
     ModelJudge,
+    ModelSettings,
     RetryPolicy,
     Sent,
     TransportGaveUp,
@@ -169,11 +170,6 @@ class OpenAIJudge(ModelJudge):
         *,
         base_url: str,
         model: str,
-        label_type: type[BaseModel],
-        schema: dict[str, Any],
-        judge_id: str,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
         timeout_s: float = 60.0,
         deadline_s: float = 300.0,
         max_retries: int = 3,
@@ -181,22 +177,11 @@ class OpenAIJudge(ModelJudge):
         max_reasks: int = MAX_REASKS,
         backoff_base_s: float = 0.5,
         server_model: str | None = None,
-        reasoning_effort: str | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
         server_info: dict[str, Any] | None = None,
         extra_base_urls: tuple[str, ...] = (),
+        **settings: Unpack[ModelSettings],
     ) -> None:
-        super().__init__(
-            model=model,
-            label_type=label_type,
-            schema=schema,
-            judge_id=judge_id,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            reasoning_effort=reasoning_effort,
-            chat_template_kwargs=chat_template_kwargs,
-            policy=RetryPolicy(reasks=max_reasks),
-        )
+        super().__init__(model=model, policy=RetryPolicy(reasks=max_reasks), **settings)
         self.base_url = base_url
         self.server_model = server_model
         """The model id the server reported, for the manifest."""

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from misstep.judge._config import JudgeConfig, judge_id, request_seed
 from misstep.judge._exchange import (
+    ModelSettings,
     RetryPolicy,
     Try,
     bounded_schema,
@@ -28,9 +29,16 @@ from misstep.judge._exchange import (
     engine_request,
     reask_messages,
 )
-from misstep.judge._protocol import JudgeResult
+from misstep.judge._protocol import Judge, JudgeResult
 from misstep.judge._schema import label_json_schema, label_model
-from misstep.labels import InputFile, LabelStatus, RunManifest, StoredLabel, record_of
+from misstep.labels import (
+    InputFile,
+    LabelRun,
+    LabelStatus,
+    RunManifest,
+    StoredLabel,
+    record_of,
+)
 
 if TYPE_CHECKING:
     from misstep.prompts import RenderedPrompt
@@ -71,7 +79,7 @@ class JudgeSpec:
 
         return judge_id(self.config, self.taxonomy.hash, prompt_hash(), self.schema)
 
-    def backend_settings(self) -> dict[str, Any]:
+    def backend_settings(self) -> ModelSettings:
         """What a model backend (``openai``, ``vllm``) is built with from this specification:
         the label type and schema, the id, and the sampling of the first attempt."""
         config = self.config
@@ -171,6 +179,27 @@ class JudgeSpec:
         """The chat template's arguments every request of this configuration carries (the same
         for every trace: they come from the configuration alone)."""
         return engine_request(self.body([], 0, seed=0, model="")).chat_template_kwargs
+
+    def record_manifest(
+        self,
+        run: LabelRun,
+        options: Mapping[str, Any],
+        *,
+        judge: Judge | None = None,
+        server_model: str | None = None,
+    ) -> None:
+        """Write the manifest of ``run`` (its recorded ``options``; the server as ``judge``
+        reports it, or ``server_model`` for a judge that is a file)."""
+        run.record_manifest(
+            self.manifest(
+                run.traces_path,
+                judge_id=run.judge_id,
+                digest=run.digest,
+                options=options,
+                server_model=judge.server_model if judge is not None else server_model,
+                server=judge.server_info if judge is not None else None,
+            )
+        )
 
     def manifest(
         self,

@@ -17,14 +17,13 @@ with ``spawn``: a script that builds this judge needs an ``if __name__ == "__mai
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, Unpack
 
 from misstep.errors import OptionError
 from misstep.judge._exchange import (
     EngineRequest,
     ModelJudge,
+    ModelSettings,
     Reply,
     RetryPolicy,
     Sent,
@@ -87,27 +86,11 @@ class VLLMJudge(ModelJudge):
         *,
         engine: Any,
         vllm_module: Any,
-        label_type: type[BaseModel],
-        schema: dict[str, Any],
-        judge_id: str,
         model: str,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        reasoning_effort: str | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
         concurrency: int = 256,
+        **settings: Unpack[ModelSettings],
     ) -> None:
-        super().__init__(
-            model=model,
-            label_type=label_type,
-            schema=schema,
-            judge_id=judge_id,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            reasoning_effort=reasoning_effort,
-            chat_template_kwargs=chat_template_kwargs,
-            policy=RetryPolicy(),
-        )
+        super().__init__(model=model, policy=RetryPolicy(), **settings)
         self._engine = engine
         self._vllm = vllm_module
         self.server_model = model
@@ -188,13 +171,7 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     vllm = import_backend("vllm", "vllm")
     from misstep.judge._spec import JudgeSpec
 
-    if not config.model:
-        raise OptionError(
-            option="--model",
-            value=None,
-            allowed="a Hugging Face model id or local path for the vllm backend",
-            hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
-        )
+    model = config.require_model("a Hugging Face model id or local path for the vllm backend")
     from vllm.config import StructuredOutputsConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.v1.engine.async_llm import AsyncLLM
@@ -210,11 +187,11 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     settings["structured_outputs_config"] = StructuredOutputsConfig(
         **settings["structured_outputs_config"]
     )
-    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=config.model, **settings))
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=model, **settings))
     return VLLMJudge(
         engine=engine,
         vllm_module=vllm,
         **JudgeSpec(config, taxonomy).backend_settings(),
-        model=config.model,
+        model=model,
         concurrency=max(1, config.concurrency) * 16,
     )

@@ -136,13 +136,7 @@ class IngestSummary(RunSummary):
 
 
 def _batch_config(config: JudgeConfig) -> JudgeConfig:
-    if not config.model:
-        raise OptionError(
-            option="--model",
-            value=None,
-            allowed="the model vllm run-batch will serve (it goes into every request)",
-            hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
-        )
+    config.require_model("the model vllm run-batch will serve (it goes into every request)")
     if config.samples > 1 and config.temperature <= 0:
         raise OptionError(
             option="--samples",
@@ -187,15 +181,7 @@ def export_requests(
             "mode": "batch",
             **options.recorded("include_correct", "limit", "input_format", "regrade"),
         }
-        run.record_manifest(
-            spec.manifest(
-                traces_path,
-                judge_id=spec.judge_id,
-                digest=digest,
-                options=recorded,
-                server_model=str(spec.config.model),
-            )
-        )
+        spec.record_manifest(run, recorded, server_model=str(spec.config.model))
     return summary
 
 

@@ -59,6 +59,7 @@ from misstep.labels import (
     record_of,
     skipped_record,
 )
+from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
 
 if TYPE_CHECKING:
@@ -234,7 +235,14 @@ class LiveLabeller:
             )  # fmt: skip
         # Splitting and rendering are CPU work: a long trace is done in a worker thread so that
         # the event loop keeps the other requests flowing.
-        rendered = await _off_loop(_chars(trace), self.spec.render, trace, answer)
+        rendered = await _off_loop(
+            _chars(trace),
+            render_judge_prompt,
+            self.taxonomy,
+            trace,
+            answer,
+            max_trace_tokens=self.config.max_trace_tokens,
+        )
         steps = list(rendered.steps)
         schema = bounded_schema(self.spec.schema, len(steps), max_tokens=self.config.max_tokens)
         samples = max(1, self.config.samples)
@@ -363,16 +371,7 @@ async def _arun(
                 "per_checkpoint",
                 "pilot",
             )
-            run.record_manifest(
-                JudgeSpec(config, taxonomy).manifest(
-                    traces_path,
-                    judge_id=judge.judge_id,
-                    digest=digest,
-                    options=recorded,
-                    server_model=judge.server_model,
-                    server=judge.server_info,
-                )
-            )
+            JudgeSpec(config, taxonomy).record_manifest(run, recorded, judge=judge)
             # A batching backend (vllm) asks for more requests in flight to fill its batches.
             live = LiveLabeller(
                 call_limit=max(1, config.concurrency, judge.preferred_concurrency),

@@ -184,16 +184,7 @@ def label_with_ray(
                     "include_correct", "limit", "per_checkpoint", "pilot", "skip_invalid"
                 ),
             }
-            run.record_manifest(
-                spec.manifest(
-                    traces_path,
-                    judge_id=run.judge_id,
-                    digest=digest,
-                    options=recorded,
-                    server_model=judge.server_model if judge is not None else None,
-                    server=judge.server_info if judge is not None else None,
-                )
-            )
+            spec.record_manifest(run, recorded, judge=judge)
             if rows:
                 dataset = ray.data.read_parquet(str(work))
                 if engine:
