@@ -46,6 +46,7 @@ __all__ = [
     "reask_messages",
     "replies_of",
     "run_exchange",
+    "template_kwargs",
 ]
 
 
@@ -180,18 +181,26 @@ def engine_request(body: dict[str, Any]) -> EngineRequest:
     sampling["max_tokens"] = body["max_completion_tokens"]
     sampling["n"] = int(body.get("n", 1))
     sampling["structured_outputs"] = {"json": body["response_format"]["json_schema"]["schema"]}
-    kwargs = dict(body.get("chat_template_kwargs") or {})
-    effort = body.get("reasoning_effort")
-    if effort is not None:
-        # as vLLM's server builds the template arguments (ChatCompletionRequest
-        # .build_chat_params): the effort, and thinking switched on unless the user said
-        kwargs["reasoning_effort"] = effort
-        kwargs.setdefault("enable_thinking", effort != "none")
     return EngineRequest(
         messages=list(body["messages"]),
         sampling=sampling,
-        chat_template_kwargs=kwargs or None,
+        chat_template_kwargs=template_kwargs(
+            body.get("reasoning_effort"), body.get("chat_template_kwargs")
+        ),
     )
+
+
+def template_kwargs(
+    reasoning_effort: str | None, chat_template_kwargs: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The chat template's arguments of a request, as vLLM's server builds them
+    (``ChatCompletionRequest.build_chat_params``): the user's, the effort, and thinking
+    switched on unless the user said."""
+    kwargs = dict(chat_template_kwargs or {})
+    if reasoning_effort is not None:
+        kwargs["reasoning_effort"] = reasoning_effort
+        kwargs.setdefault("enable_thinking", reasoning_effort != "none")
+    return kwargs or None
 
 
 def sampling_params(vllm: Any, request: EngineRequest, **more: Any) -> Any:
@@ -450,17 +459,11 @@ class ModelJudge(Judge):
             messages: list[dict[str, str]], seed: int, temperature: float, n: int
         ) -> Sent:
             body = chat_body(
-                model=self.model,
-                messages=messages,
-                schema=schema,
-                name=self._label_type.__name__,
-                temperature=temperature,
-                max_tokens=self._max_tokens,
-                seed=seed,
-                n=n,
+                messages=messages, schema=schema, temperature=temperature, seed=seed, n=n,
+                model=self.model, name=self._label_type.__name__, max_tokens=self._max_tokens,
                 reasoning_effort=self._reasoning_effort,
                 chat_template_kwargs=self._chat_template_kwargs,
-            )
+            )  # fmt: skip
             return await self._attempt(body)
 
         return await run_exchange(

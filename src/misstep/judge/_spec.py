@@ -26,8 +26,8 @@ from misstep.judge._exchange import (
     Try,
     bounded_schema,
     chat_body,
-    engine_request,
     reask_messages,
+    template_kwargs,
 )
 from misstep.judge._protocol import Judge, JudgeResult
 from misstep.judge._schema import label_json_schema, label_model
@@ -178,7 +178,7 @@ class JudgeSpec:
     def template_kwargs(self) -> dict[str, Any] | None:
         """The chat template's arguments every request of this configuration carries (the same
         for every trace: they come from the configuration alone)."""
-        return engine_request(self.body([], 0, seed=0, model="")).chat_template_kwargs
+        return template_kwargs(self.config.reasoning_effort, self.config.chat_template_kwargs)
 
     def record_manifest(
         self,
