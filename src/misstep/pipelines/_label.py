@@ -4,13 +4,10 @@ Memory stays flat in the number of traces: traces are read one at a time, at mos
 ``4 * concurrency`` are in flight, and labels go to disk as they arrive. What resuming needs
 is one small tuple per already-labelled trace (status, judge id, error type or reason).
 
-Which traces get what:
-- outcome ``wrong`` (and ``correct`` with ``include_correct``): sent to the judge;
-- outcome ``truncated`` / ``no_answer``, and ``correct`` without ``include_correct``: a
-  ``skipped`` record with ``error_type`` null and the outcome as ``reason``, no call;
-- a trace whose current record is ``ok`` under the same judge id: left alone (resume);
-- an invalid input row with ``skip_invalid``: a line of ``RUN_DIR/rejects.jsonl``.
-So every input trace ends as a label record or a reject.
+The live strategy on a ``misstep.labels.LabelRun``: the run decides what happens to each trace
+(judge it, write its ``skipped`` record, keep its current one; ``LabelRun.todo``), this module
+judges the ones to judge with a live backend (``LiveLabeller``) and appends their records. So
+every input trace ends as a label record or a reject (``skip_invalid``).
 
 Judge self-consistency (``samples`` > 1, which needs a temperature above 0): a backend that can
 (the server backend) draws the samples in one request (``n``, sharing the prefill), others are
@@ -20,9 +17,9 @@ taxonomy's order; the evidence, step and explanation are those of the lowest-num
 with that type. ``sample_agreement`` is the majority count over ``samples`` (failed samples
 count as disagreeing).
 
-Every run takes ``RUN_DIR/.lock`` (one writer at a time), refuses a run directory whose labels
-another judge configuration made (unless ``add_judge``), and adds its manifest to the run
-directory's history (nothing overwritten).
+Through the ``LabelRun`` every run takes ``RUN_DIR/.lock`` (one writer at a time), refuses a run
+directory whose labels another judge configuration made (unless ``add_judge``), and adds its
+manifest to the run directory's history (nothing overwritten).
 """
 
 from __future__ import annotations
