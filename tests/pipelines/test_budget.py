@@ -14,8 +14,8 @@ import pytest
 from misstep.agreement import correct_distribution
 from misstep.judge import JudgeConfig
 from misstep.labels import LabelStatus, read_labels
+from misstep.labels._budget import _allocate, label_sample
 from misstep.pipelines import run_labeling
-from misstep.pipelines._budget import _allocate, label_sample
 from misstep.taxonomy import load_taxonomy
 from tests.judge.fake_openai import FakeOpenAIServer
 from tests.pipelines.test_label import _row, _write

@@ -33,7 +33,7 @@ from misstep.agreement._errordist import (
     Estimator,
     error_distributions,
 )
-from misstep.errors import AnalysisError, LabelStoreError, TaxonomyError
+from misstep.errors import AnalysisError, LabelStoreError
 from misstep.labels import (
     HumanLabel,
     LabelRow,
@@ -41,12 +41,12 @@ from misstep.labels import (
     StoredLabel,
     check_labels_input,
     human_label_files,
+    labels_path,
     read_human_labels,
     read_label_rows,
     read_labels,
-    read_manifest,
+    run_taxonomy,  # moved beside the run manifest; re-exported here
 )
-from misstep.labels._store import labels_path
 from misstep.rollouts import GradedRun
 from misstep.taxonomy import Taxonomy, load_taxonomy
 
@@ -150,70 +150,6 @@ class LabelledRun:
 def _run_dir(labels: str | Path) -> Path:
     path = labels_path(labels)
     return path.parent
-
-
-def run_taxonomy(labels: str | Path, taxonomy: str | Path | None = None) -> Taxonomy:
-    """The taxonomy a label run was made with.
-
-    With ``taxonomy`` (a YAML file) that file, which must have the hash the run's manifest
-    records. Without it: the file the manifest names (``taxonomy_path``), checked by hash; the
-    built-in one for a run labelled with it or without a manifest. A moved or changed file,
-    or a run made with a file whose path was not recorded, raises ``TaxonomyError`` saying to
-    pass ``--taxonomy FILE``."""
-    run_dir = _run_dir(labels)
-    manifest = read_manifest(run_dir) if run_dir.is_dir() else None
-    recorded = manifest.taxonomy_hash if manifest is not None else ""
-    what = (
-        f"taxonomy {manifest.taxonomy_id} version {manifest.taxonomy_version} (hash {recorded})"
-        if manifest is not None
-        else ""
-    )
-    if taxonomy is not None:
-        tax = load_taxonomy(taxonomy)
-        return _same_hash(
-            tax,
-            recorded,
-            path=taxonomy,
-            reason=f"its hash is {tax.hash}, but the label run {run_dir} was made with {what}",
-            hint="pass the taxonomy file the run was labelled with, or leave --taxonomy "
-            "out to use the one the run records",
-        )
-    path = manifest.taxonomy_path if manifest is not None else None
-    if path:
-        if not Path(path).is_file():
-            raise TaxonomyError(
-                path=path,
-                reason=f"the label run {run_dir} was made with this taxonomy file ({what}), "
-                "which no longer exists",
-                hint=f"pass --taxonomy FILE with the moved file (its hash must be {recorded})",
-            )
-        tax = load_taxonomy(path)
-        return _same_hash(
-            tax,
-            recorded,
-            path=path,
-            reason=f"changed since the label run {run_dir} was made with it: its hash is "
-            f"now {tax.hash}, the run's is {recorded}",
-            hint="restore the file, or pass --taxonomy FILE with the version the run used",
-        )
-    builtin = load_taxonomy(None)
-    return _same_hash(
-        builtin,
-        recorded,
-        path=run_dir,
-        reason=f"the label run was made with {what}, not the built-in {builtin.id} "
-        f"(hash {builtin.hash}), and its manifest does not say which file",
-        hint="pass --taxonomy FILE with the taxonomy the run was labelled with",
-    )
-
-
-def _same_hash(
-    tax: Taxonomy, recorded: str, *, path: str | Path, reason: str, hint: str
-) -> Taxonomy:
-    """``tax`` when the run records no hash or the same one; else a ``TaxonomyError``."""
-    if recorded and tax.hash != recorded:
-        raise TaxonomyError(path=path, reason=reason, hint=hint)
-    return tax
 
 
 def _check_types(

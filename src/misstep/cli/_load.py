@@ -34,8 +34,7 @@ def load_run(
         TimeElapsedColumn,
     )
 
-    from misstep.rollouts import RejectSink, default_rejects_path, load_graded
-    from misstep.rollouts._table import input_size
+    from misstep.rollouts import RejectSink, default_rejects_path, input_size, load_graded
 
     check_input(traces, "traces")
     sink = RejectSink(default_rejects_path(traces), source=traces) if skip_invalid else None

@@ -9,6 +9,16 @@ from typing import Annotated
 import typer
 
 from misstep.cli._errors import err_console, handles_errors, quote
+from misstep.cli._judge_options import (
+    Asking,
+    IncludeCorrectOpt,
+    LimitOpt,
+    MaxTraceTokensOpt,
+    SamplesOpt,
+    Serving,
+    check_run_dir,
+    judge_config,
+)
 from misstep.cli._options import (
     AddJudgeOpt,
     ChatTemplateKwargsOpt,
@@ -22,10 +32,8 @@ from misstep.cli._options import (
     TemperatureOpt,
     TracesArg,
     check_input,
-    check_reasoning_effort,
     input_format_value,
 )
-from misstep.errors import OptionError
 
 
 @handles_errors
@@ -42,67 +50,45 @@ def export_requests(
     taxonomy: TaxonomyOpt = None,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = 1024,
-    samples: Annotated[
-        int,
-        typer.Option(
-            "--samples", metavar="INT", min=1, help="Judge samples per trace (n, one request)."
-        ),
-    ] = 1,
+    samples: SamplesOpt = 1,
     seed: SeedOpt = 0,
-    max_trace_tokens: Annotated[
-        int,
-        typer.Option("--max-trace-tokens", metavar="INT", min=1, help="Token budget of the trace."),
-    ] = 6000,
+    max_trace_tokens: MaxTraceTokensOpt = 6000,
     reasoning_effort: ReasoningEffortOpt = None,
     chat_template_kwargs: ChatTemplateKwargsOpt = None,
-    include_correct: Annotated[
-        bool,
-        typer.Option("--include-correct", metavar="", help="Also judge correct traces."),
-    ] = False,
-    limit: Annotated[
-        int | None,
-        typer.Option("--limit", metavar="INT", min=1, help="Read only the first N traces."),
-    ] = None,
+    include_correct: IncludeCorrectOpt = False,
+    limit: LimitOpt = None,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     add_judge: AddJudgeOpt = False,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
-    from misstep.cli.label import _json_object
-    from misstep.judge import JudgeConfig
+    from misstep.labels import RunOptions
+    from misstep.pipelines import REPLIES_HINT
     from misstep.pipelines import export_requests as export
-    from misstep.pipelines._batch import REPLIES_HINT
     from misstep.taxonomy import load_taxonomy
 
     check_input(traces, "traces")
-    if out.exists() and not out.is_dir():
-        raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
-    check_reasoning_effort(reasoning_effort)
-    config = JudgeConfig(
-        backend="batch",
-        model=model,
-        taxonomy_path=str(taxonomy) if taxonomy is not None else None,
+    check_run_dir(out)
+    asking = Asking.build(
         temperature=temperature,
         max_tokens=max_tokens,
         samples=samples,
         seed=seed,
         max_trace_tokens=max_trace_tokens,
         reasoning_effort=reasoning_effort,
-        chat_template_kwargs=_json_object(chat_template_kwargs, "--chat-template-kwargs"),
+        chat_template_kwargs=chat_template_kwargs,
     )
-    summary = export(
-        traces,
-        out,
-        config,
-        taxonomy=load_taxonomy(taxonomy),
+    options = RunOptions(
         include_correct=include_correct,
         limit=limit,
         input_format=input_format_value(input_format),
         regrade=regrade,
-        add_judge=add_judge,
         cache=not no_cache,
+        add_judge=add_judge,
     )
+    config = judge_config("batch", taxonomy, asking, Serving(model=model))
+    summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)
     err_console.print(
         f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "
         f"requests.parquet); {summary.skipped} trace(s) not judged, {summary.already_ok} "

@@ -11,6 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console
+from misstep.cli._judge_options import (
+    Asking,
+    ConcurrencyOpt,
+    Serving,
+    check_run_dir,
+    judge_config,
+)
 from misstep.cli._options import (
     BaseUrlsOpt,
     InputFormatOpt,
@@ -22,7 +29,6 @@ from misstep.cli._options import (
     TaxonomyOpt,
     TemperatureOpt,
     TracesArg,
-    check_base_urls,
     check_input,
     input_format_value,
 )
@@ -106,9 +112,7 @@ def select(
     ] = 8,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = 2048,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", metavar="INT", min=1, help="Requests in flight.")
-    ] = 16,
+    concurrency: ConcurrencyOpt = 16,
     taxonomy: TaxonomyOpt = None,
     seed: SeedOpt = 0,
     input_format: InputFormatOpt = None,
@@ -120,27 +124,18 @@ def select(
 ) -> None:
     """Ask the judge model to pick the right answer among each majority-vote failure's
     distinct answers: was the right answer there but outvoted, and can selection find it?"""
-    from misstep.judge import JudgeConfig
-    from misstep.pipelines._select import run_selection, selection_table
+    from misstep.pipelines import run_selection, selection_table
     from misstep.rollouts import load_graded
     from misstep.taxonomy import load_taxonomy
 
     check_input(traces, "traces")
-    if out.exists() and not out.is_dir():
-        raise OptionError(option="--out", value=str(out), allowed="a directory (the run directory)")
+    check_run_dir(out)
     if judge != "openai":
         raise OptionError(option="--judge", value=judge, allowed="openai (a server of the model)")
-    check_base_urls(base_url)
-    config = JudgeConfig(
-        backend="openai",
-        model=model,
-        base_url=base_url[0] if base_url else None,
-        extra_base_urls=list(base_url[1:]) if base_url else [],
-        temperature=temperature,
-        max_tokens=max_tokens,
-        concurrency=concurrency,
-        seed=seed,
-    )
+    serving = Serving.build(base_urls=base_url, model=model, concurrency=concurrency)
+    asking = Asking(temperature=temperature, max_tokens=max_tokens, seed=seed)
+    # The selection's taxonomy is not the labels': the config names none (as before).
+    config = judge_config("openai", None, asking, serving)
     fmt = input_format_value(input_format)
     summary = run_selection(
         traces,

@@ -181,7 +181,7 @@ def voting(
     )
     chosen = None
     if selections is not None:
-        from misstep.pipelines._select import selection_table
+        from misstep.pipelines import selection_table
 
         chosen = selection_table(run.table, selections)
     if output is VotingFormat.json:

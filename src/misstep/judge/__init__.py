@@ -1,7 +1,6 @@
 """The judge: label schema, the Judge protocol, the one exchange, config, registry, backends."""
 
 from misstep.judge._config import JudgeConfig, judge_id, request_seed, segmentation_hash
-from misstep.judge._evidence import evidence_in_text
 from misstep.judge._exchange import (
     EngineRequest,
     Reply,
@@ -14,8 +13,13 @@ from misstep.judge._exchange import (
     parse_reply,
     reask_messages,
 )
-from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
-from misstep.judge._registry import available_judges, create_judge, register_judge
+from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, declared
+from misstep.judge._registry import (
+    available_judges,
+    create_judge,
+    import_backend,
+    register_judge,
+)
 from misstep.judge._rules import RULES_JUDGE_CAPABILITIES, RulesJudge
 from misstep.judge._schema import (
     EVIDENCE_MAX_CHARS,
@@ -23,16 +27,21 @@ from misstep.judge._schema import (
     label_json_schema,
     label_model,
 )
+from misstep.judge._spec import Attempt, JudgeSpec, first_attempt, next_attempt
+from misstep.judge._vllm import engine_settings
+from misstep.labels import evidence_in_text
 
 __all__ = [
     "EVIDENCE_MAX_CHARS",
     "EXPLANATION_MAX_CHARS",
     "RULES_JUDGE_CAPABILITIES",
+    "Attempt",
     "EngineRequest",
     "Judge",
     "JudgeConfig",
     "JudgeRequest",
     "JudgeResult",
+    "JudgeSpec",
     "Reply",
     "RetryPolicy",
     "RulesJudge",
@@ -41,11 +50,16 @@ __all__ = [
     "bounded_schema",
     "chat_body",
     "create_judge",
+    "declared",
     "engine_request",
+    "engine_settings",
     "evidence_in_text",
+    "first_attempt",
+    "import_backend",
     "judge_id",
     "label_json_schema",
     "label_model",
+    "next_attempt",
     "parse_completion",
     "parse_reply",
     "reask_messages",

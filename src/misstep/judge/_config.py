@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from misstep.errors import OptionError
+
 __all__ = ["NEUTRAL_SAMPLING", "RETRY_TEMPERATURE", "JudgeConfig", "judge_id", "request_seed"]
 
 NEUTRAL_SAMPLING: dict[str, float | int] = {
@@ -74,6 +76,17 @@ class JudgeConfig(BaseModel):
     batch_invariant: bool = False
     """The user says the server runs with ``VLLM_BATCH_INVARIANT=1`` (recorded, not checked:
     the server does not report it)."""
+
+    def require_model(self, what: str) -> str:
+        """The model, or OptionError saying what ``--model`` must name (``what``)."""
+        if not self.model:
+            raise OptionError(
+                option="--model",
+                value=None,
+                allowed=what,
+                hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
+            )
+        return self.model
 
     def sampling(self) -> dict[str, Any]:
         """Every sampling field that changes a label: the neutral ones, and the run's own."""

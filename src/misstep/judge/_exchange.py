@@ -21,16 +21,18 @@ import copy
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
-from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.labels._record import LabelStatus
+from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, Try
+from misstep.labels import LabelStatus
 
 __all__ = [
     "EngineRequest",
+    "ModelJudge",
+    "ModelSettings",
     "Reply",
     "RetryPolicy",
     "Sent",
@@ -44,6 +46,7 @@ __all__ = [
     "reask_messages",
     "replies_of",
     "run_exchange",
+    "template_kwargs",
 ]
 
 
@@ -78,27 +81,6 @@ class TransportGaveUp(Exception):
         super().__init__(result.reason)
         self.result = result
         self.requests = requests
-
-
-@dataclass(frozen=True)
-class Try:
-    """One attempt of a request, as recorded on the stored label (``tries``)."""
-
-    kind: str
-    """``first``, ``cut-retry`` (the reply before was cut at the token limit), ``reask`` (the
-    reply before broke the schema)."""
-    seed: int
-    temperature: float
-    status: str
-    """The status of this attempt's (first) reply."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "seed": self.seed,
-            "temperature": self.temperature,
-            "status": self.status,
-        }
 
 
 FIXED_REPLY_TOKENS = 64
@@ -199,18 +181,26 @@ def engine_request(body: dict[str, Any]) -> EngineRequest:
     sampling["max_tokens"] = body["max_completion_tokens"]
     sampling["n"] = int(body.get("n", 1))
     sampling["structured_outputs"] = {"json": body["response_format"]["json_schema"]["schema"]}
-    kwargs = dict(body.get("chat_template_kwargs") or {})
-    effort = body.get("reasoning_effort")
-    if effort is not None:
-        # as vLLM's server builds the template arguments (ChatCompletionRequest
-        # .build_chat_params): the effort, and thinking switched on unless the user said
-        kwargs["reasoning_effort"] = effort
-        kwargs.setdefault("enable_thinking", effort != "none")
     return EngineRequest(
         messages=list(body["messages"]),
         sampling=sampling,
-        chat_template_kwargs=kwargs or None,
+        chat_template_kwargs=template_kwargs(
+            body.get("reasoning_effort"), body.get("chat_template_kwargs")
+        ),
     )
+
+
+def template_kwargs(
+    reasoning_effort: str | None, chat_template_kwargs: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The chat template's arguments of a request, as vLLM's server builds them
+    (``ChatCompletionRequest.build_chat_params``): the user's, the effort, and thinking
+    switched on unless the user said."""
+    kwargs = dict(chat_template_kwargs or {})
+    if reasoning_effort is not None:
+        kwargs["reasoning_effort"] = reasoning_effort
+        kwargs.setdefault("enable_thinking", reasoning_effort != "none")
+    return kwargs or None
 
 
 def sampling_params(vllm: Any, request: EngineRequest, **more: Any) -> Any:
@@ -228,13 +218,13 @@ def parse_reply(
     """The only validator of a judge reply: cut at the token limit -> ``truncated``; not JSON
     of the schema, or a ``first_error_step`` outside the steps shown -> ``unparseable``;
     else ``ok``. The raw reply is kept on every non-ok result."""
-    extra: dict[str, object] = {"reasoning": reply.reasoning} if reply.reasoning else {}
+    reasoning = reply.reasoning or None
     if reply.finish == "length":
         return JudgeResult(
             status=LabelStatus.TRUNCATED,
             raw_reply=reply.text,
             reason=f"reply cut at max_tokens={max_tokens}",
-            extra=extra,
+            reasoning=reasoning,
         )
     try:
         label = label_type.model_validate_json(reply.text)
@@ -243,7 +233,7 @@ def parse_reply(
             status=LabelStatus.UNPARSEABLE,
             raw_reply=reply.text,
             reason=_summarise(exc),
-            extra=extra,
+            reasoning=reasoning,
         )
     step = getattr(label, "first_error_step", None)
     if n_steps is not None and isinstance(step, int) and not 0 <= step < n_steps:
@@ -251,9 +241,9 @@ def parse_reply(
             status=LabelStatus.UNPARSEABLE,
             raw_reply=reply.text,
             reason=f"first_error_step {step} is outside the {n_steps} steps shown",
-            extra=extra,
+            reasoning=reasoning,
         )
-    return JudgeResult(status=LabelStatus.OK, label=label, extra=extra)
+    return JudgeResult(status=LabelStatus.OK, label=label, reasoning=reasoning)
 
 
 def replies_of(completion: Any) -> tuple[list[Reply], dict[str, int]]:
@@ -290,7 +280,7 @@ def parse_completion(
     if not replies:
         return [JudgeResult(status=LabelStatus.FAILED, reason="the reply has no choice")]
     results = [parse_reply(r, label_type, n_steps=n_steps, max_tokens=max_tokens) for r in replies]
-    results[0].extra["usage"] = usage
+    results[0].usage = usage
     return results
 
 
@@ -364,8 +354,8 @@ async def run_exchange(
     """Label one trace over ``send``, applying ``policy``; never raises for a bad reply.
 
     With ``n`` > 1 the samples come in one attempt and are validated one by one (no retry:
-    each sample is its own evidence). The result's ``extra["tries"]`` lists the attempts,
-    ``extra["usage"]`` sums the token counts."""
+    each sample is its own evidence). The result's ``tries`` lists the attempts, ``usage``
+    sums the token counts."""
     policy = policy or RetryPolicy()
     start = time.perf_counter()
     messages = list(request.messages)
@@ -378,8 +368,8 @@ async def run_exchange(
     def finish(result: JudgeResult) -> JudgeResult:
         result.attempts = max(1, requests)
         result.latency_ms = (time.perf_counter() - start) * 1000.0
-        result.extra["usage"] = dict(usage)
-        result.extra["tries"] = [t.as_dict() for t in tries]
+        result.usage = dict(usage)
+        result.tries = list(tries)
         return result
 
     while True:
@@ -419,6 +409,71 @@ async def run_exchange(
         kind, seed, temp = step
         if kind == "reask":
             messages = reask_messages(messages, first.raw_reply or "", first.reason or "")
+
+
+class ModelSettings(TypedDict, total=False):
+    """What a model backend asks with (``JudgeSpec.backend_settings`` makes them from a
+    configuration); the label type, schema and id are required."""
+
+    label_type: Required[type[BaseModel]]
+    schema: Required[dict[str, Any]]
+    judge_id: Required[str]
+    temperature: float
+    max_tokens: int
+    reasoning_effort: str | None
+    chat_template_kwargs: dict[str, Any] | None
+
+
+class ModelJudge(Judge):
+    """A backend that asks a model through the one exchange: it builds each attempt's chat body
+    (``chat_body``) and runs ``run_exchange``; a subclass sends one attempt over its wire
+    (``_attempt``: the server client, the offline engine)."""
+
+    def __init__(
+        self, *, model: str, policy: RetryPolicy, **settings: Unpack[ModelSettings]
+    ) -> None:
+        self.model = model
+        self._label_type = settings["label_type"]
+        self._schema = settings["schema"]
+        self._judge_id = settings["judge_id"]
+        self._temperature = settings.get("temperature", 0.0)
+        self._max_tokens = settings.get("max_tokens", 1024)
+        self._reasoning_effort = settings.get("reasoning_effort")
+        self._chat_template_kwargs = settings.get("chat_template_kwargs")
+        self._policy = policy
+
+    @property
+    def judge_id(self) -> str:
+        return self._judge_id
+
+    async def _attempt(self, body: dict[str, Any]) -> Sent:
+        """One attempt over the wire (raises ``TransportGaveUp`` when there is no answer)."""
+        raise NotImplementedError
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        """Label one trace; never raises for a bad reply or an unreachable server (the retry
+        policy of this module)."""
+        schema = request.schema or self._schema
+
+        async def send(
+            messages: list[dict[str, str]], seed: int, temperature: float, n: int
+        ) -> Sent:
+            body = chat_body(
+                messages=messages, schema=schema, temperature=temperature, seed=seed, n=n,
+                model=self.model, name=self._label_type.__name__, max_tokens=self._max_tokens,
+                reasoning_effort=self._reasoning_effort,
+                chat_template_kwargs=self._chat_template_kwargs,
+            )  # fmt: skip
+            return await self._attempt(body)
+
+        return await run_exchange(
+            request,
+            send,
+            label_type=self._label_type,
+            temperature=self._temperature,
+            max_tokens=self._max_tokens,
+            policy=self._policy,
+        )
 
 
 def _summarise(exc: ValidationError) -> str:

@@ -21,7 +21,7 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import httpx
 import openai
@@ -29,16 +29,16 @@ from pydantic import BaseModel
 
 from misstep.errors import JudgeUnavailableError, OptionError
 from misstep.judge._exchange import (
+    ModelJudge,
+    ModelSettings,
     RetryPolicy,
     Sent,
     TransportGaveUp,
-    chat_body,
     replies_of,
-    run_exchange,
 )
-from misstep.judge._protocol import JudgeRequest, JudgeResult
+from misstep.judge._protocol import JudgeResult
 from misstep.judge._retry import backoff_delay
-from misstep.labels._record import LabelStatus
+from misstep.labels import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
@@ -162,7 +162,7 @@ def choose_model(base_url: str, asked: str | None, served: list[str]) -> str:
     )
 
 
-class OpenAIJudge:
+class OpenAIJudge(ModelJudge):
     """Async judge over an OpenAI-compatible chat-completions endpoint."""
 
     def __init__(
@@ -170,11 +170,6 @@ class OpenAIJudge:
         *,
         base_url: str,
         model: str,
-        label_type: type[BaseModel],
-        schema: dict[str, Any],
-        judge_id: str,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
         timeout_s: float = 60.0,
         deadline_s: float = 300.0,
         max_retries: int = 3,
@@ -182,25 +177,14 @@ class OpenAIJudge:
         max_reasks: int = MAX_REASKS,
         backoff_base_s: float = 0.5,
         server_model: str | None = None,
-        reasoning_effort: str | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
         server_info: dict[str, Any] | None = None,
         extra_base_urls: tuple[str, ...] = (),
+        **settings: Unpack[ModelSettings],
     ) -> None:
+        super().__init__(model=model, policy=RetryPolicy(reasks=max_reasks), **settings)
         self.base_url = base_url
-        self.model = model
         self.server_model = server_model
         """The model id the server reported, for the manifest."""
-        self._judge_id = judge_id
-        self._label_type = label_type
-        self._response_format: dict[str, Any] = {
-            "type": "json_schema",
-            "json_schema": {"name": label_type.__name__, "schema": schema},
-        }
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._reasoning_effort = reasoning_effort
-        self._chat_template_kwargs = chat_template_kwargs
         self.server_info: dict[str, Any] = server_info or {}
         """What the server said of itself (``GET /version``, ``max_model_len``), for the
         manifest."""
@@ -208,7 +192,6 @@ class OpenAIJudge:
         """One request draws all the samples of a trace (``n``)."""
         self._max_retries = max_retries
         self._deadline_s = deadline_s
-        self._policy = RetryPolicy(reasks=max_reasks)
         self._backoff_base_s = backoff_base_s
         # Enough pooled connections for every in-flight request, so none waits for a socket.
         # (the Limits class of whichever httpx the installed openai is built on)
@@ -239,17 +222,14 @@ class OpenAIJudge:
         same servers, clients and sampling settings; closing either closes both."""
         other = copy.copy(self)
         other._label_type = label_type
+        other._schema = schema
         other._judge_id = judge_id
-        other._response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": label_type.__name__, "schema": schema},
-        }
         other.notices = []
         return other
 
-    @property
-    def judge_id(self) -> str:
-        return self._judge_id
+    def take_notices(self) -> list[str]:
+        notices, self.notices = self.notices, []
+        return notices
 
     @property
     def base_urls(self) -> list[str]:
@@ -284,30 +264,11 @@ class OpenAIJudge:
             return True
         return False
 
-    async def _create(
-        self,
-        messages: list[dict[str, str]],
-        seed: int,
-        temperature: float,
-        n: int,
-        schema: dict[str, Any],
-    ) -> Any:
+    async def _create(self, body: dict[str, Any]) -> Any:
         # The client's low-level ``post`` sends this body as is and returns the JSON: the
         # typed ``chat.completions.create`` walks every request (the whole JSON schema) and
         # builds a model of every reply, which cost more CPU than the rest of a label
         # together. Same endpoint, same wire format, same errors and timeouts.
-        body = chat_body(
-            model=self.model,
-            messages=messages,
-            schema=schema,
-            name=self._response_format["json_schema"]["name"],
-            temperature=temperature,
-            max_tokens=self._max_tokens,
-            seed=seed,
-            n=n,
-            reasoning_effort=self._reasoning_effort,
-            chat_template_kwargs=self._chat_template_kwargs,
-        )
         server = self._pick()
         server.in_flight += 1
         try:
@@ -335,14 +296,7 @@ class OpenAIJudge:
         server.served += 1
         return reply
 
-    async def _send(
-        self,
-        messages: list[dict[str, str]],
-        seed: int,
-        temperature: float,
-        n: int,
-        schema: dict[str, Any],
-    ) -> Sent:
+    async def _attempt(self, body: dict[str, Any]) -> Sent:
         """One attempt over the wire, with the transport's own retries (5xx, timeouts,
         connection errors, with backoff) and failover between servers."""
         retries = 0
@@ -350,7 +304,7 @@ class OpenAIJudge:
         while True:
             made += 1
             try:
-                completion = await self._create(messages, seed, temperature, n, schema)
+                completion = await self._create(body)
             except _Failover:
                 continue  # the server was dropped: straight to another, not a retry
             except (*_RETRYABLE, _DeadlineExceeded) as exc:
@@ -411,25 +365,6 @@ class OpenAIJudge:
                 made,
             )
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        """Label one trace; never raises for a bad reply or an unreachable server (the
-        exchange's retry policy: ``misstep.judge._exchange``)."""
-        schema = request.schema or self._response_format["json_schema"]["schema"]
-
-        async def send(
-            messages: list[dict[str, str]], seed: int, temperature: float, n: int
-        ) -> Sent:
-            return await self._send(messages, seed, temperature, n, schema)
-
-        return await run_exchange(
-            request,
-            send,
-            label_type=self._label_type,
-            temperature=self._temperature,
-            max_tokens=self._max_tokens,
-            policy=self._policy,
-        )
-
 
 DROP_AFTER_FAILURES = 3
 """Connection errors or missed deadlines in a row after which a server is dropped."""
@@ -486,8 +421,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
 
 def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
     """Probe the server, pick the model, and build the judge (registry factory)."""
-    from misstep.judge import judge_id, label_json_schema, label_model
-    from misstep.prompts import prompt_hash
+    from misstep.judge._spec import JudgeSpec
 
     urls = [config.base_url or DEFAULT_BASE_URL, *config.extra_base_urls]
     base_url = urls[0]
@@ -499,7 +433,6 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
         # every server must serve the same model: one judge configuration
         choose_model(other, model, probe_server(other, timeout=timeout))
     resolved = config.model_copy(update={"model": model, "base_url": base_url})
-    schema = label_json_schema(taxonomy)
     card = next((c for c in cards if c["id"] == model), {})
     info: dict[str, Any] = {
         "url": base_url,
@@ -514,18 +447,12 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
     return OpenAIJudge(
         base_url=base_url,
         model=model,
-        label_type=label_model(taxonomy),
-        schema=schema,
-        judge_id=judge_id(resolved, taxonomy.hash, prompt_hash(), schema),
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
+        **JudgeSpec(resolved, taxonomy).backend_settings(),
         timeout_s=config.timeout_s,
         deadline_s=config.deadline_s,
         max_retries=config.max_retries,
         concurrency=config.concurrency,
         server_model=model if model in served else None,
-        reasoning_effort=config.reasoning_effort,
-        chat_template_kwargs=config.chat_template_kwargs,
         server_info=info,
         extra_base_urls=tuple(urls[1:]),
     )

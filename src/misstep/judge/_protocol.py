@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from misstep.labels._record import LabelStatus
+from misstep.errors import OptionError
+from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
 
-__all__ = ["Judge", "JudgeRequest", "JudgeResult"]
+__all__ = ["Judge", "JudgeRequest", "JudgeResult", "Try", "declared"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,27 @@ class JudgeRequest:
     (``misstep.judge._exchange.bounded_schema``); None: the backend's own."""
 
 
+@dataclass(frozen=True)
+class Try:
+    """One attempt of a request, as recorded on the stored label (``tries``)."""
+
+    kind: str
+    """``first``, ``cut-retry`` (the reply before was cut at the token limit), ``reask`` (the
+    reply before broke the schema)."""
+    seed: int
+    temperature: float
+    status: str
+    """The status of this attempt's (first) reply."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "seed": self.seed,
+            "temperature": self.temperature,
+            "status": self.status,
+        }
+
+
 @dataclass
 class JudgeResult:
     """What a backend returns for one request. ``label`` is set only when status is ``ok``."""
@@ -47,7 +71,12 @@ class JudgeResult:
     latency_ms: float = 0.0
     raw_reply: str | None = None
     reason: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    tries: list[Try] | None = None
+    """The attempts made for this request (``run_exchange``, or the rounds of files and Ray)."""
+    usage: dict[str, int] | None = None
+    """Prompt and completion tokens the server counted for this request."""
+    reasoning: str | None = None
+    """Reasoning text a reasoning parser split off the reply."""
     choices: list[JudgeResult] = field(default_factory=list)
     """The other samples of a request with ``n`` > 1, each with its own status and label."""
     server_down: str | None = None
@@ -55,10 +84,41 @@ class JudgeResult:
     (connection errors or timeouts after every retry) or ``auth`` (HTTP 401/403). The pipeline
     stops after a few such results in a row instead of failing every remaining trace."""
 
+    @property
+    def extra(self) -> dict[str, object]:
+        """``tries`` (as dicts), ``usage`` and ``reasoning`` in one mapping, those that are set
+        (a read-only view, as results carried them before they were typed)."""
+        out: dict[str, object] = {}
+        if self.reasoning:
+            out["reasoning"] = self.reasoning
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.tries is not None:
+            out["tries"] = [t.as_dict() for t in self.tries]
+        return out
+
 
 @runtime_checkable
 class Judge(Protocol):
-    """A judge backend, registered by name so that a manifest can rebuild it."""
+    """A judge backend, registered by name so that a manifest can rebuild it.
+
+    Three members are required (``judge_id``, ``judge``, ``aclose``); every other capability
+    the pipeline reads is declared here with its default, as inspect_ai's ``ModelAPI`` does.
+    A backend that subclasses ``Judge`` inherits the defaults and overrides what it can do; one
+    that implements only the three required members is given the defaults by
+    :func:`declared` (``create_judge`` applies it)."""
+
+    supports_n: bool = False
+    """One request can draw several samples (``JudgeRequest.n``); else one request each."""
+    preferred_concurrency: int = 0
+    """Requests to keep in flight so that a batching engine fills its batches (0: no wish)."""
+    base_url: str | None = None
+    """The server asked, named when it stops answering."""
+    server_model: str | None = None
+    """The model id the server reported, for the manifest."""
+    server_info: Mapping[str, Any] = MappingProxyType({})
+    """What the server said of itself (``GET /version``, ``max_model_len``), for the
+    manifest."""
 
     @property
     def judge_id(self) -> str:
@@ -72,3 +132,45 @@ class Judge(Protocol):
     async def aclose(self) -> None:
         """Release connections and engines."""
         ...
+
+    def too_long(self, trace: Trace) -> JudgeResult | None:
+        """The result of a trace this judge will not read (over its size limit), decided before
+        any per-character work; None: judge it."""
+        return None
+
+    def take_notices(self) -> list[str]:
+        """Messages for the user since the last call (a server dropped), then forgotten."""
+        return []
+
+    def for_label(
+        self, label_type: type[BaseModel], schema: dict[str, Any], judge_id: str
+    ) -> Judge:
+        """This judge asking for another structured output (``misstep select``'s choice)."""
+        raise OptionError(
+            option="--judge",
+            value=self.judge_id,
+            allowed="a backend that can ask for another structured output (openai)",
+        )
+
+
+class _Declared(Judge):
+    """A judge that implements only the three required members, with every default."""
+
+    def __init__(self, inner: Judge) -> None:
+        self._inner = inner
+
+    @property
+    def judge_id(self) -> str:
+        return self._inner.judge_id
+
+    async def judge(self, request: JudgeRequest) -> JudgeResult:
+        return await self._inner.judge(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def declared(judge: Judge) -> Judge:
+    """``judge`` with every capability declared: itself when it subclasses :class:`Judge`,
+    else wrapped so that the capabilities it does not implement take their defaults."""
+    return judge if Judge in type(judge).__mro__ else _Declared(judge)

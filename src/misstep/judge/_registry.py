@@ -6,14 +6,14 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from misstep.errors import OptionError
+from misstep.errors import BackendNotInstalledError, OptionError
 
 if TYPE_CHECKING:
     from misstep.judge._config import JudgeConfig
     from misstep.judge._protocol import Judge
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["available_judges", "create_judge", "register_judge"]
+__all__ = ["available_judges", "create_judge", "import_backend", "register_judge"]
 
 JudgeFactory = Callable[["JudgeConfig", "Taxonomy"], "Judge"]
 
@@ -37,6 +37,20 @@ def register_judge(name: str, target: str | JudgeFactory) -> None:
             option=f"judge target for {name!r}", value=target, allowed="'module.path:factory'"
         )
     _REGISTRY[name] = target
+
+
+def import_backend(backend: str, *modules: str, extra: str | None = None) -> Any:
+    """The first of ``modules`` once all of them import (an optional backend's libraries:
+    ``vllm``, ``ray``), else BackendNotInstalledError naming the extra that installs them."""
+    try:
+        loaded = [importlib.import_module(name) for name in modules]
+    except ImportError as exc:
+        raise BackendNotInstalledError(
+            backend=backend,
+            extra=extra or backend,
+            reason=f"the {modules[0]} package cannot be imported ({exc})",
+        ) from None
+    return loaded[0]
 
 
 def available_judges() -> list[str]:
@@ -75,4 +89,6 @@ def create_judge(config: JudgeConfig, taxonomy: Taxonomy) -> Judge:
             value=config.backend,
             allowed="one of " + ", ".join(available_judges()),
         )
-    return _resolve(config.backend, target)(config, taxonomy)
+    from misstep.judge._protocol import declared
+
+    return declared(_resolve(config.backend, target)(config, taxonomy))

@@ -8,9 +8,9 @@ import time
 from misstep.errors import OptionError
 from misstep.judge._arith import find_arithmetic_error
 from misstep.judge._config import JudgeConfig, judge_id
-from misstep.judge._protocol import JudgeRequest, JudgeResult
+from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
 from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
-from misstep.labels._record import LabelStatus
+from misstep.labels import LabelStatus
 from misstep.prompts import prompt_hash
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy
@@ -46,7 +46,7 @@ before it splits or renders the trace, so the limit applies before any per-chara
 _OFF_LOOP_CHARS = 20_000  # longer traces are checked in a thread, so others keep flowing
 
 
-class RulesJudge:
+class RulesJudge(Judge):
     """A judge that only finds wrong explicit calculations; fast, deterministic, model-free."""
 
     def __init__(self, config: JudgeConfig, taxonomy: Taxonomy) -> None:

@@ -17,24 +17,23 @@ with ``spawn``: a script that builds this judge needs an ``if __name__ == "__mai
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from pydantic import BaseModel
-
-from misstep.errors import BackendNotInstalledError, OptionError
+from misstep.errors import OptionError
 from misstep.judge._exchange import (
     EngineRequest,
+    ModelJudge,
+    ModelSettings,
     Reply,
     RetryPolicy,
     Sent,
     TransportGaveUp,
-    chat_body,
     engine_request,
-    run_exchange,
     sampling_params,
 )
-from misstep.judge._protocol import JudgeRequest, JudgeResult
-from misstep.labels._record import LabelStatus
+from misstep.judge._protocol import JudgeResult
+from misstep.judge._registry import import_backend
+from misstep.labels import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
@@ -54,16 +53,6 @@ decoding could loop on it until ``max_tokens``), which vLLM accepts only with th
 named. The same settings as the documented server command
 ``--structured-outputs-config.backend xgrammar
 --structured-outputs-config.disable_any_whitespace true``."""
-
-
-def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise BackendNotInstalledError(
-            backend="vllm", extra="vllm", reason=f"the vllm package cannot be imported ({exc})"
-        ) from None
-    return vllm
 
 
 CPU_MAX_BATCHED_TOKENS = 16384
@@ -89,7 +78,7 @@ def engine_settings(config: JudgeConfig) -> dict[str, Any]:
             "structured_outputs_config": structured}  # fmt: skip
 
 
-class VLLMJudge:
+class VLLMJudge(ModelJudge):
     """Labels traces with an in-process ``AsyncLLM``; every request is submitted at once."""
 
     def __init__(
@@ -97,37 +86,19 @@ class VLLMJudge:
         *,
         engine: Any,
         vllm_module: Any,
-        label_type: type[BaseModel],
-        schema: dict[str, Any],
-        judge_id: str,
         model: str,
-        temperature: float = 0.0,
-        max_tokens: int = 1024,
-        reasoning_effort: str | None = None,
-        chat_template_kwargs: dict[str, Any] | None = None,
         concurrency: int = 256,
+        **settings: Unpack[ModelSettings],
     ) -> None:
+        super().__init__(model=model, policy=RetryPolicy(), **settings)
         self._engine = engine
         self._vllm = vllm_module
-        self._label_type = label_type
-        self._schema = schema
-        self._judge_id = judge_id
-        self.model = model
         self.server_model = model
-        self._temperature = temperature
-        self._max_tokens = max_tokens
-        self._reasoning_effort = reasoning_effort
-        self._chat_template_kwargs = chat_template_kwargs
-        self._policy = RetryPolicy()
         self._ids = itertools.count()
         self.supports_n = True
         """One request draws all the samples of a trace (``n``)."""
         self.preferred_concurrency = concurrency
         """Requests the pipeline should keep in flight so that the engine's batches fill."""
-
-    @property
-    def judge_id(self) -> str:
-        return self._judge_id
 
     async def aclose(self) -> None:
         engine, self._engine = self._engine, None
@@ -138,42 +109,16 @@ class VLLMJudge:
             # successful run): once is enough.
             engine.shutdown = _already_shut_down
 
-    async def judge(self, request: JudgeRequest) -> JudgeResult:
-        schema = request.schema or self._schema
-
-        async def send(
-            messages: list[dict[str, str]], seed: int, temperature: float, n: int
-        ) -> Sent:
-            body = chat_body(
-                model=self.model,
-                messages=messages,
-                schema=schema,
-                name=self._label_type.__name__,
-                temperature=temperature,
-                max_tokens=self._max_tokens,
-                seed=seed,
-                n=n,
-                reasoning_effort=self._reasoning_effort,
-                chat_template_kwargs=self._chat_template_kwargs,
-            )
-            try:
-                return await self._generate(engine_request(body))
-            except Exception as exc:  # the engine failed this request: a failed record
-                raise TransportGaveUp(
-                    JudgeResult(
-                        status=LabelStatus.FAILED,
-                        reason=f"vllm engine error: {type(exc).__name__}: {exc}"[:500],
-                    )
-                ) from None
-
-        return await run_exchange(
-            request,
-            send,
-            label_type=self._label_type,
-            temperature=self._temperature,
-            max_tokens=self._max_tokens,
-            policy=self._policy,
-        )
+    async def _attempt(self, body: dict[str, Any]) -> Sent:
+        try:
+            return await self._generate(engine_request(body))
+        except Exception as exc:  # the engine failed this request: a failed record
+            raise TransportGaveUp(
+                JudgeResult(
+                    status=LabelStatus.FAILED,
+                    reason=f"vllm engine error: {type(exc).__name__}: {exc}"[:500],
+                )
+            ) from None
 
     async def _generate(self, request: EngineRequest) -> Sent:
         from vllm.sampling_params import RequestOutputKind
@@ -223,17 +168,10 @@ async def _tokenizer(engine: Any) -> Any:
 
 def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     """Start an ``AsyncLLM`` engine on the model (registry factory); needs ``misstep[vllm]``."""
-    vllm = _import_vllm()
-    from misstep.judge import judge_id, label_json_schema, label_model
-    from misstep.prompts import prompt_hash
+    vllm = import_backend("vllm", "vllm")
+    from misstep.judge._spec import JudgeSpec
 
-    if not config.model:
-        raise OptionError(
-            option="--model",
-            value=None,
-            allowed="a Hugging Face model id or local path for the vllm backend",
-            hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
-        )
+    model = config.require_model("a Hugging Face model id or local path for the vllm backend")
     from vllm.config import StructuredOutputsConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.v1.engine.async_llm import AsyncLLM
@@ -249,18 +187,11 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     settings["structured_outputs_config"] = StructuredOutputsConfig(
         **settings["structured_outputs_config"]
     )
-    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=config.model, **settings))
-    schema = label_json_schema(taxonomy)
+    engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=model, **settings))
     return VLLMJudge(
         engine=engine,
         vllm_module=vllm,
-        label_type=label_model(taxonomy),
-        schema=schema,
-        judge_id=judge_id(config, taxonomy.hash, prompt_hash(), schema),
-        model=config.model,
-        temperature=config.temperature,
-        max_tokens=config.max_tokens,
-        reasoning_effort=config.reasoning_effort,
-        chat_template_kwargs=config.chat_template_kwargs,
+        **JudgeSpec(config, taxonomy).backend_settings(),
+        model=model,
         concurrency=max(1, config.concurrency) * 16,
     )

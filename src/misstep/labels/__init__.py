@@ -1,7 +1,9 @@
 """Stored labels, whoever made them: judge records and their store (the current record per
 trace), the run manifest, and people's labels."""
 
+from misstep.labels._budget import label_sample
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
+from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
     HUMAN_DIR,
@@ -12,20 +14,36 @@ from misstep.labels._human import (
     read_human_labels,
 )
 from misstep.labels._lock import run_dir_lock
-from misstep.labels._ownership import check_labels_input
-from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
-from misstep.labels._store import (
+from misstep.labels._manifest import (
     InputFile,
-    LabelRow,
-    LabelStore,
     RunManifest,
     add_to_history,
+    read_manifest,
+    run_taxonomy,
+    write_manifest,
+)
+from misstep.labels._ownership import check_labels_input
+from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
+from misstep.labels._run import (
+    NOT_SAMPLED,
+    REJECTS_FILE,
+    Action,
+    Current,
+    LabelRun,
+    RunFields,
+    RunOptions,
+    Todo,
+    record_of,
+    skipped_record,
+)
+from misstep.labels._store import (
+    LabelRow,
+    LabelStore,
     iter_label_lines,
+    labels_path,
     read_label_rows,
     read_labels,
-    read_manifest,
     read_status_index,
-    write_manifest,
 )
 from misstep.labels._tail import repair_tail
 
@@ -33,28 +51,42 @@ __all__ = [
     "ADJUDICATOR",
     "HUMAN_DIR",
     "LABEL_RECORD_VERSION",
+    "NOT_SAMPLED",
     "NO_ERROR_CHOICE",
+    "REJECTS_FILE",
+    "Action",
+    "Current",
     "HumanConsensus",
     "HumanLabel",
     "InputFile",
     "LabelRow",
+    "LabelRun",
     "LabelStatus",
     "LabelStore",
+    "RunFields",
     "RunManifest",
+    "RunOptions",
     "StoredLabel",
+    "Todo",
     "add_to_history",
     "check_labels_input",
+    "evidence_in_text",
     "human_consensus",
     "human_label_files",
     "human_label_from_row",
     "iter_label_lines",
+    "label_sample",
+    "labels_path",
     "majority_labels",
     "read_human_labels",
     "read_label_rows",
     "read_labels",
     "read_manifest",
     "read_status_index",
+    "record_of",
     "repair_tail",
     "run_dir_lock",
+    "run_taxonomy",
+    "skipped_record",
     "write_manifest",
 ]

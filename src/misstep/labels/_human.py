@@ -16,9 +16,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from misstep.errors import InputFormatError, InvalidRecordError
-from misstep.rollouts._formats import open_binary
-from misstep.rollouts._readers import iter_json_lines
-from misstep.rollouts._rowmap import RowError
+from misstep.rollouts import RowError, iter_json_lines, open_binary
 
 __all__ = [
     "ADJUDICATOR",

@@ -7,7 +7,8 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from misstep.errors import LabelStoreError
-from misstep.labels._store import labels_path, read_manifest
+from misstep.labels._manifest import read_manifest
+from misstep.labels._store import labels_path
 
 __all__ = ["check_labels_input"]
 

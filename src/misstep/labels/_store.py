@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from misstep.errors import LabelStoreError
 from misstep.labels._record import LabelStatus, StoredLabel
@@ -23,25 +23,16 @@ from misstep.labels._tail import repair_tail
 
 __all__ = [
     "LABELS_FILE",
-    "MANIFEST_FILE",
-    "MANIFEST_VERSION",
-    "InputFile",
     "LabelRow",
     "LabelStore",
-    "RunManifest",
-    "add_to_history",
     "iter_label_lines",
     "labels_path",
     "read_label_rows",
     "read_labels",
-    "read_manifest",
     "read_status_index",
-    "write_manifest",
 ]
 
 LABELS_FILE = "labels.jsonl"
-MANIFEST_FILE = "manifest.json"
-MANIFEST_VERSION = 2
 # fsync at most this often: every label is flushed to the OS at once (survives kill -9);
 # fsync only guards against a machine crash, and per-line fsync would cap throughput.
 _FSYNC_EVERY_S = 1.0
@@ -244,98 +235,3 @@ def read_status_index(
             )
         index[trace_id] = (str(status), str(judge))
     return index
-
-
-class InputFile(BaseModel):
-    """One input file of a run, as it was when the run started."""
-
-    path: str
-    """Absolute path."""
-    size: int
-    """Size in bytes."""
-    mtime: float
-    """Modification time (seconds since the epoch)."""
-
-    @classmethod
-    def of(cls, path: str | Path) -> InputFile:
-        resolved = Path(path).resolve()
-        stat = resolved.stat()
-        return cls(path=str(resolved), size=stat.st_size, mtime=stat.st_mtime)
-
-
-class RunManifest(BaseModel):
-    """``RUN_DIR/manifest.json``: how the labels of a run were made. Never holds an API key."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    version: int = MANIFEST_VERSION
-    """Manifest format version."""
-    inputs: list[InputFile] = Field(default_factory=list)
-    """The traces files labelled."""
-    input_sha256: str | None = None
-    """SHA-256 of the labelled input's content (``misstep.rollouts.input_digest``): the label
-    run belongs to this input, and the analysis commands refuse another one."""
-    judge_config: dict[str, Any] = Field(default_factory=dict)
-    """The judge configuration (backend, model, URL, sampling, limits); never a key."""
-    judge: str = ""
-    """Judge id written into every label of this configuration."""
-    taxonomy_id: str = ""
-    """Taxonomy id, e.g. ``math-v1``."""
-    taxonomy_version: str = ""
-    """Taxonomy version."""
-    taxonomy_hash: str = ""
-    """Content hash of the taxonomy."""
-    taxonomy_path: str | None = None
-    """Absolute path of the ``--taxonomy`` file; None for the built-in one. The analysis
-    commands read the run's taxonomy from here (checked against ``taxonomy_hash``)."""
-    prompt_hash: str = ""
-    """Hash of the prompt templates."""
-    seed: int = 0
-    """Global seed from which per-request seeds are derived."""
-    server_model: str | None = None
-    """The model id the judge server reported, when it reports one."""
-    versions: dict[str, str | None] = Field(default_factory=dict)
-    """Versions of misstep and of the backend libraries (openai, vllm)."""
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Pipeline options: include_correct, limit, input_format, regrade, skip_invalid."""
-    created_at: str = ""
-    """When this run started, UTC ISO 8601."""
-    server: dict[str, Any] = Field(default_factory=dict)
-    """What the judge server said of itself: ``url``, ``version`` (``GET /version``),
-    ``max_model_len``, and ``batch_invariant`` as the user declared it."""
-    history: list[dict[str, Any]] = Field(default_factory=list)
-    """Every earlier run into this directory, oldest first, each as its manifest was (without
-    its own history): a manifest is never overwritten, only added to."""
-
-
-def add_to_history(previous: RunManifest | None, new: RunManifest) -> RunManifest:
-    """``new`` with the history of ``previous`` and ``previous`` itself appended to it."""
-    if previous is None:
-        return new
-    entry = previous.model_dump(mode="json", exclude={"history"})
-    return new.model_copy(update={"history": [*previous.history, entry]})
-
-
-def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
-    """Write ``manifest.json`` atomically (temp file + rename): never half a manifest."""
-    path = Path(run_dir) / MANIFEST_FILE
-    tmp = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(orjson.dumps(manifest.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise LabelStoreError(path=path, reason=f"cannot write it: {exc}") from None
-    return path
-
-
-def read_manifest(run_dir: str | Path) -> RunManifest | None:
-    """The run's manifest, or None when the directory has none (it is optional)."""
-    path = Path(run_dir) / MANIFEST_FILE
-    if not path.exists():
-        return None
-    try:
-        return RunManifest.model_validate(orjson.loads(path.read_bytes()))
-    except (orjson.JSONDecodeError, ValidationError) as exc:
-        raise LabelStoreError(path=path, reason=f"not a valid manifest: {exc}") from None

@@ -8,6 +8,7 @@ from misstep.pipelines._analyse import (
     write_run_report,
 )
 from misstep.pipelines._batch import (
+    REPLIES_HINT,
     ExportSummary,
     IngestSummary,
     export_requests,
@@ -15,6 +16,8 @@ from misstep.pipelines._batch import (
 )
 from misstep.pipelines._demo import DEMO_KS, DemoResult, run_demo
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, arun_labeling, run_labeling
+from misstep.pipelines._ray import check_engine_samples, import_ray, label_with_ray
+from misstep.pipelines._select import run_selection, selection_table
 from misstep.pipelines._synthetic import (
     SYNTHETIC_PLANTED_ERROR_TYPE,
     SYNTHETIC_PLANTED_STEP,
@@ -23,6 +26,7 @@ from misstep.pipelines._synthetic import (
 
 __all__ = [
     "DEMO_KS",
+    "REPLIES_HINT",
     "SYNTHETIC_PLANTED_ERROR_TYPE",
     "SYNTHETIC_PLANTED_STEP",
     "DemoResult",
@@ -33,12 +37,17 @@ __all__ = [
     "RunAnalysis",
     "analyse_run",
     "arun_labeling",
+    "check_engine_samples",
     "collect_traces",
     "dataset_report_path",
     "export_requests",
+    "import_ray",
     "ingest_replies",
+    "label_with_ray",
     "make_synthetic_run",
     "run_demo",
     "run_labeling",
+    "run_selection",
+    "selection_table",
     "write_run_report",
 ]

@@ -39,12 +39,12 @@ exported are named and left out.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import orjson
 from pydantic import BaseModel, Field
@@ -53,36 +53,23 @@ from misstep.errors import InputError, InvalidRecordError, LabelStoreError, Opti
 from misstep.judge import (
     JudgeConfig,
     JudgeResult,
+    JudgeSpec,
     RetryPolicy,
-    Try,
-    bounded_schema,
-    chat_body,
-    judge_id,
-    label_json_schema,
-    label_model,
+    next_attempt,
     parse_completion,
-    reask_messages,
-    request_seed,
 )
 from misstep.labels import (
+    Action,
+    LabelRun,
     LabelStatus,
-    LabelStore,
-    add_to_history,
+    RunFields,
+    RunManifest,
+    RunOptions,
     read_manifest,
-    run_dir_lock,
-    write_manifest,
-)
-from misstep.pipelines._label import (
-    _check_one_judge,
-    _check_same_input,
-    _load_index,
-    _manifest,
-    _with_outcomes,
-    record_of,
     skipped_record,
 )
-from misstep.prompts import prompt_hash, render_judge_prompt
-from misstep.rollouts import Outcome, input_digest, load_graded
+from misstep.pipelines._label import RunSummary
+from misstep.rollouts import input_digest
 
 if TYPE_CHECKING:
     from misstep.taxonomy import Taxonomy
@@ -100,6 +87,7 @@ REQUESTS_FILE = "requests.jsonl"
 REQUESTS_PARQUET = "requests.parquet"
 TRIES_FILE = "requests.tries.jsonl"
 BATCH_BACKEND = "batch"
+URL = "/v1/chat/completions"
 REPLIES_HINT = (
     "vllm run-batch -i RUN_DIR/requests.jsonl -o replies.jsonl --model MODEL "
     "--structured-outputs-config.backend xgrammar "
@@ -109,13 +97,9 @@ REPLIES_HINT = (
 )
 
 
-class ExportSummary(BaseModel):
-    """What ``export_requests`` wrote."""
+class ExportSummary(RunSummary):
+    """What ``export_requests`` wrote (``judge``: the id the ingested labels will carry)."""
 
-    run_dir: str
-    """The run directory."""
-    judge: str
-    """Judge id the ingested labels will carry."""
     requests: int
     """Requests written to requests.jsonl."""
     skipped: int
@@ -128,13 +112,9 @@ class ExportSummary(BaseModel):
     """Traces whose cut or broken reply the retry policy keeps (no more attempts)."""
 
 
-class IngestSummary(BaseModel):
+class IngestSummary(RunSummary):
     """What ``ingest_replies`` stored."""
 
-    run_dir: str
-    """The run directory."""
-    judge: str
-    """Judge id of the stored labels."""
     replies: int
     """Reply lines read."""
     written_counts: dict[str, int] = Field(default_factory=dict)
@@ -155,22 +135,8 @@ class IngestSummary(BaseModel):
     """Completion tokens the server counted for the ingested replies."""
 
 
-@dataclass
-class _BatchJudge:
-    """What the manifest reads from a judge, for a judge that is a file."""
-
-    judge_id: str
-    server_model: str | None = None
-
-
 def _batch_config(config: JudgeConfig) -> JudgeConfig:
-    if not config.model:
-        raise OptionError(
-            option="--model",
-            value=None,
-            allowed="the model vllm run-batch will serve (it goes into every request)",
-            hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
-        )
+    config.require_model("the model vllm run-batch will serve (it goes into every request)")
     if config.samples > 1 and config.temperature <= 0:
         raise OptionError(
             option="--samples",
@@ -181,180 +147,84 @@ def _batch_config(config: JudgeConfig) -> JudgeConfig:
     return config.model_copy(update={"backend": BATCH_BACKEND, "base_url": None})
 
 
-def _judge_id(config: JudgeConfig, taxonomy: Taxonomy) -> str:
-    return judge_id(config, taxonomy.hash, prompt_hash(), label_json_schema(taxonomy))
-
-
-def _retry_state(path: Path, jid: str) -> dict[str, dict[str, Any]]:
-    """trace_id -> current record (status, tries, raw reply, reason) of the traces whose
-    current record under ``jid`` is ``truncated`` or ``unparseable``."""
-    state: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return state
-    from misstep.labels import iter_label_lines
-
-    for _, rec in iter_label_lines(path):
-        trace_id = str(rec.get("trace_id"))
-        if rec.get("judge") == jid and rec.get("status") in ("truncated", "unparseable"):
-            state[trace_id] = rec
-        else:
-            state.pop(trace_id, None)
-    return state
-
-
-def _tries_of(record: dict[str, Any], seed: int, temperature: float) -> list[Try]:
-    """The attempts a stored record lists (an old record without them: one first attempt)."""
-    tries = record.get("tries")
-    if isinstance(tries, list) and tries:
-        return [
-            Try(str(t["kind"]), int(t["seed"]), float(t["temperature"]), str(t["status"]))
-            for t in tries
-        ]
-    return [Try("first", seed, temperature, str(record.get("status")))]
-
-
 def export_requests(
     traces_path: str | Path,
     run_dir: str | Path,
     config: JudgeConfig,
     *,
     taxonomy: Taxonomy,
-    include_correct: bool = False,
-    limit: int | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    add_judge: bool = False,
-    cache: bool = True,
+    options: RunOptions | None = None,
+    **fields: Unpack[RunFields],
 ) -> ExportSummary:
     """Write ``RUN_DIR/requests.jsonl`` (and ``.parquet``) and the run's manifest (see the
-    module docstring)."""
+    module docstring). ``options``: all of the run's options at once (as the CLI builds them);
+    without it they are built from the keyword arguments (its fields). A label budget and
+    ``skip_invalid`` are not for files."""
     traces_path, run_dir = Path(traces_path), Path(run_dir)
-    config = _batch_config(config)
-    model = str(config.model)
-    digest = input_digest(traces_path)
-    _check_same_input(run_dir, traces_path, digest)
-    graded = load_graded(
-        traces_path, input_format=input_format, regrade=regrade, digest=digest, cache=cache
-    )
-    jid = _judge_id(config, taxonomy)
-    schema = label_json_schema(taxonomy)
-    with run_dir_lock(run_dir):
-        _check_one_judge(run_dir, jid, add_judge)
-        index = _load_index(run_dir / "labels.jsonl")
-        retry = _retry_state(run_dir / "labels.jsonl", jid)
-        policy = RetryPolicy()
-        requests = skipped = already = retries = given_up = 0
-        rows: list[dict[str, str]] = []
-        tmp = run_dir / f".{REQUESTS_FILE}.{os.getpid()}.tmp"
-        tries_tmp = run_dir / f".{TRIES_FILE}.{os.getpid()}.tmp"
-        with (
-            LabelStore(run_dir) as store,
-            open(tmp, "wb") as out,
-            open(tries_tmp, "wb") as tries_out,
-        ):
-            for n, (trace, outcome, answer) in enumerate(
-                _with_outcomes(traces_path, input_format, graded.table, False)
-            ):
-                if limit is not None and n >= limit:
-                    break
-                current = index.get(trace.trace_id)
-                send = outcome is Outcome.WRONG or (include_correct and outcome is Outcome.CORRECT)
-                if not send:
-                    skipped += 1
-                    if current is None or current[:3] != ("skipped", jid, outcome.value):
-                        store.append(skipped_record(trace, jid, outcome.value, config.samples))
-                    continue
-                if current is not None and current.status == "ok" and current.judge == jid:
-                    already += 1
-                    continue
-                rendered = render_judge_prompt(
-                    taxonomy, trace, answer, max_trace_tokens=config.max_trace_tokens
-                )
-                messages = rendered.messages
-                first_seed = request_seed(config.seed, trace.trace_id, 0)
-                kind, seed, temperature = "first", first_seed, config.temperature
-                before: list[Try] = []
-                previous = retry.get(trace.trace_id)
-                if previous is not None and config.samples == 1:
-                    before = _tries_of(previous, first_seed, config.temperature)
-                    step = policy.next_try(
-                        before, LabelStatus(str(previous["status"])), config.temperature
-                    )
-                    if step is None:
-                        given_up += 1
-                        continue
-                    kind, seed, temperature = step
-                    if kind == "reask":
-                        messages = reask_messages(
-                            messages,
-                            str(previous.get("raw_reply") or ""),
-                            _problem(str(previous.get("reason") or "")),
-                        )
-                    retries += 1
-                body = chat_body(
-                    model=model,
-                    messages=messages,
-                    schema=bounded_schema(
-                        schema, len(rendered.steps), max_tokens=config.max_tokens
-                    ),
-                    name="Label",
-                    temperature=temperature,
-                    max_tokens=config.max_tokens,
-                    seed=seed,
-                    n=config.samples,
-                    reasoning_effort=config.reasoning_effort,
-                    chat_template_kwargs=config.chat_template_kwargs,
-                )
-                line = {
-                    "custom_id": trace.trace_id,
-                    "method": "POST",
-                    "url": "/v1/chat/completions",
-                    "body": body,
-                }
-                tries_out.write(
-                    orjson.dumps(
-                        {
-                            "custom_id": trace.trace_id,
-                            "before": [t.as_dict() for t in before],
-                            "kind": kind,
-                            "seed": seed,
-                            "temperature": temperature,
-                        }
-                    )
-                    + b"\n"
-                )
-                out.write(orjson.dumps(line) + b"\n")
-                rows.append({"custom_id": trace.trace_id, "body": json.dumps(body)})
-                requests += 1
-        os.replace(tries_tmp, run_dir / TRIES_FILE)
-        os.replace(tmp, run_dir / REQUESTS_FILE)
-        _write_parquet(run_dir / REQUESTS_PARQUET, rows)
-        options = {
+    options = options or RunOptions(**fields)
+    for name in ("per_checkpoint", "pilot", "skip_invalid"):
+        if getattr(options, name) not in (None, False):
+            # ingest-replies reads the input again whole and judges what was exported
+            raise OptionError(
+                option=f"--{name.replace('_', '-')}",
+                value=getattr(options, name),
+                allowed="not with export-requests: every trace to judge is exported, from a "
+                "valid input",
+            )
+    spec = JudgeSpec(_batch_config(config), taxonomy)
+    digest = LabelRun.check_input(traces_path, run_dir)
+    with LabelRun.open(
+        traces_path, run_dir, judge_id=spec.judge_id, digest=digest, options=options
+    ) as run:
+        summary = _write_requests(run, spec)
+        recorded = {
             "mode": "batch",
-            "include_correct": include_correct,
-            "limit": limit,
-            "input_format": input_format,
-            "regrade": regrade,
+            **options.recorded("include_correct", "limit", "input_format", "regrade"),
         }
-        manifest = _manifest(
-            traces_path, config, taxonomy, _BatchJudge(jid, model), options, digest
-        )
-        write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
-    return ExportSummary(
-        run_dir=str(run_dir),
-        judge=jid,
-        requests=requests,
-        skipped=skipped,
-        already_ok=already,
-        retries=retries,
-        given_up=given_up,
+        spec.record_manifest(run, recorded, server_model=str(spec.config.model))
+    return summary
+
+
+def _write_requests(run: LabelRun, spec: JudgeSpec) -> ExportSummary:
+    """The request lines, their attempts, and the skipped records of the traces not judged."""
+    config, run_dir = spec.config, run.run_dir
+    policy = RetryPolicy()
+    summary = ExportSummary(
+        run_dir=str(run_dir), judge=spec.judge_id, requests=0, skipped=0, already_ok=0
     )
-
-
-def _problem(reason: str) -> str:
-    # The stored reason of a re-asked reply ends with the attempts made; the re-ask names the
-    # problem alone.
-    return reason.split(" (after ", 1)[0]
+    rows: list[dict[str, str]] = []
+    tmp = run_dir / f".{REQUESTS_FILE}.{os.getpid()}.tmp"
+    tries_tmp = run_dir / f".{TRIES_FILE}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as out, open(tries_tmp, "wb") as tries_out:
+        for todo in run.todo():
+            trace = todo.trace
+            if todo.action is Action.SKIP:
+                summary.skipped += 1
+                if todo.write:
+                    run.append(
+                        skipped_record(trace, spec.judge_id, str(todo.reason), config.samples)
+                    )
+                continue
+            if todo.action is Action.KEEP:
+                summary.already_ok += 1
+                continue
+            previous = run.retry_of(trace.trace_id) if config.samples == 1 else None
+            attempt = next_attempt(config, trace.trace_id, previous, policy)
+            if attempt is None:
+                summary.given_up += 1
+                continue
+            summary.retries += previous is not None
+            body = spec.attempt_body(trace, todo.answer, attempt, n=config.samples)
+            line = {"custom_id": trace.trace_id, "method": "POST", "url": URL, "body": body}
+            sent = {"custom_id": trace.trace_id, **attempt.as_dict(reply=False)}
+            tries_out.write(orjson.dumps(sent) + b"\n")
+            out.write(orjson.dumps(line) + b"\n")
+            rows.append({"custom_id": trace.trace_id, "body": json.dumps(body)})
+            summary.requests += 1
+    os.replace(tries_tmp, run_dir / TRIES_FILE)
+    os.replace(tmp, run_dir / REQUESTS_FILE)
+    _write_parquet(run_dir / REQUESTS_PARQUET, rows)
+    return summary
 
 
 def _write_parquet(path: Path, rows: list[dict[str, str]]) -> None:
@@ -475,6 +345,53 @@ def ingest_replies(
 ) -> IngestSummary:
     """Store the labels of a ``vllm run-batch`` output file (see the module docstring)."""
     run_dir, replies_path = Path(run_dir), Path(replies_path)
+    manifest = _batch_manifest(run_dir, taxonomy)
+    spec = JudgeSpec(JudgeConfig.model_validate(manifest.judge_config), taxonomy)
+    traces_path = Path(manifest.inputs[0].path)
+    if not traces_path.exists():
+        raise LabelStoreError(
+            path=run_dir, reason=f"its input {traces_path} is gone", hint="put it back"
+        )
+    digest = input_digest(traces_path)
+    if manifest.input_sha256 not in (None, digest):
+        raise LabelStoreError(
+            path=run_dir,
+            reason=f"its input {traces_path} changed since the requests were exported",
+            hint="export the requests again",
+        )
+    if manifest.judge != spec.judge_id:
+        raise LabelStoreError(
+            path=run_dir,
+            reason="the prompt or the schema changed since the requests were exported (another "
+            "misstep version?)",
+            hint="export the requests again",
+        )
+    replies = _read_replies(replies_path, str(spec.config.model))
+    requested = _requested_ids(run_dir / REQUESTS_FILE)
+    summary = IngestSummary(run_dir=str(run_dir), judge=spec.judge_id, replies=len(replies))
+    with LabelRun.open(
+        traces_path,
+        run_dir,
+        judge_id=spec.judge_id,
+        digest=digest,
+        options=RunOptions(
+            input_format=manifest.options.get("input_format"),
+            regrade=bool(manifest.options.get("regrade")),
+            add_judge=True,  # the manifest is this judge's own (checked above)
+        ),
+    ) as run:
+        seen = _store_replies(run, spec, replies, requested, summary)
+        summary.awaiting = sum(
+            1 for custom_id in requested if custom_id not in seen and not run.is_ok(custom_id)
+        )
+    unknown = [custom_id for custom_id in replies if custom_id not in requested]
+    summary.unknown = len(unknown)
+    summary.unknown_ids = unknown[:10]
+    return summary
+
+
+def _batch_manifest(run_dir: Path, taxonomy: Taxonomy) -> RunManifest:
+    """The manifest ``export-requests`` wrote, made with ``taxonomy``."""
     manifest = read_manifest(run_dir)
     if manifest is None or manifest.options.get("mode") != "batch" or not manifest.inputs:
         raise LabelStoreError(
@@ -489,106 +406,48 @@ def ingest_replies(
             allowed=f"the taxonomy the requests were made with ({manifest.taxonomy_id}, hash "
             f"{manifest.taxonomy_hash[:12]})",
         )
-    config = JudgeConfig.model_validate(manifest.judge_config)
-    traces_path = Path(manifest.inputs[0].path)
-    if not traces_path.exists():
-        raise LabelStoreError(
-            path=run_dir, reason=f"its input {traces_path} is gone", hint="put it back"
-        )
-    digest = input_digest(traces_path)
-    if manifest.input_sha256 not in (None, digest):
-        raise LabelStoreError(
-            path=run_dir,
-            reason=f"its input {traces_path} changed since the requests were exported",
-            hint="export the requests again",
-        )
-    jid = manifest.judge
-    if jid != _judge_id(config, taxonomy):
-        raise LabelStoreError(
-            path=run_dir,
-            reason="the prompt or the schema changed since the requests were exported (another "
-            "misstep version?)",
-            hint="export the requests again",
-        )
-    replies = _read_replies(replies_path, str(config.model))
-    options = manifest.options
-    input_format = options.get("input_format")
-    graded = load_graded(
-        traces_path, input_format=input_format, regrade=bool(options.get("regrade")), digest=digest
-    )
-    label_type = label_model(taxonomy)
-    order = {key: i for i, key in enumerate(taxonomy.keys)}
-    requested = _requested_ids(run_dir / REQUESTS_FILE)
-    exported = _read_tries(run_dir / TRIES_FILE)
+    return manifest
+
+
+def _store_replies(
+    run: LabelRun,
+    spec: JudgeSpec,
+    replies: dict[str, dict[str, Any]],
+    requested: set[str],
+    summary: IngestSummary,
+) -> set[str]:
+    """Append the record of each reply to an exported request; the trace ids answered."""
+    config = spec.config
+    exported = _read_tries(run.run_dir / TRIES_FILE)
     policy = RetryPolicy()
-    summary = IngestSummary(run_dir=str(run_dir), judge=jid, replies=len(replies))
     written: Counter[str] = Counter()
     seen: set[str] = set()
-    with run_dir_lock(run_dir):
-        index = _load_index(run_dir / "labels.jsonl")
-        with LabelStore(run_dir) as store:
-            for trace, _, answer in _with_outcomes(traces_path, input_format, graded.table, False):
-                reply = replies.get(trace.trace_id)
-                if reply is None:
-                    continue
-                seen.add(trace.trace_id)
-                if trace.trace_id not in requested:
-                    continue  # a reply to a request this run did not export
-                current = index.get(trace.trace_id)
-                if current is not None and current.status == "ok" and current.judge == jid:
-                    summary.already_ok += 1
-                    continue
-                rendered = render_judge_prompt(
-                    taxonomy, trace, answer, max_trace_tokens=config.max_trace_tokens
-                )
-                steps = list(rendered.steps)
-                results = _reply_results(reply, label_type, config.max_tokens, len(steps))
-                sent = exported.get(trace.trace_id) or {}
-                first_seed = request_seed(config.seed, trace.trace_id, 0)
-                tries = [
-                    Try(str(t["kind"]), int(t["seed"]), float(t["temperature"]), str(t["status"]))
-                    for t in sent.get("before", [])
-                ]
-                tries.append(
-                    Try(
-                        str(sent.get("kind", "first")),
-                        int(sent.get("seed", first_seed)),
-                        float(sent.get("temperature", config.temperature)),
-                        results[0].status.value,
-                    )
-                )
-                results[0].extra["tries"] = [t.as_dict() for t in tries]
-                record = record_of(
-                    trace,
-                    results,
-                    steps,
-                    judge=jid,
-                    samples=config.samples,
-                    order=order,
-                    attempts=len(tries),
-                    trace_cut=rendered.trace_cut,
-                )
-                if (
-                    config.samples == 1
-                    and policy.next_try(tries, record.status, config.temperature) is not None
-                ):
-                    summary.to_retry += 1
-                store.append(record)
-                written[record.status.value] += 1
-                summary.prompt_tokens += record.prompt_tokens or 0
-                summary.completion_tokens += record.completion_tokens or 0
-        index = _load_index(run_dir / "labels.jsonl")
+    for trace, _, answer in run.traces():
+        reply = replies.get(trace.trace_id)
+        if reply is None:
+            continue
+        seen.add(trace.trace_id)
+        if trace.trace_id not in requested:
+            continue  # a reply to a request this run did not export
+        if run.is_ok(trace.trace_id):
+            summary.already_ok += 1
+            continue
+        record = spec.round_record(
+            trace,
+            answer,
+            functools.partial(_reply_results, reply, spec.label_type, config.max_tokens),
+            exported.get(trace.trace_id),
+            judge_id=spec.judge_id,
+        )
+        retry = next_attempt(config, trace.trace_id, record.model_dump(mode="json"), policy)
+        if config.samples == 1 and retry is not None:
+            summary.to_retry += 1
+        run.append(record)
+        written[record.status.value] += 1
+        summary.prompt_tokens += record.prompt_tokens or 0
+        summary.completion_tokens += record.completion_tokens or 0
     summary.written_counts = dict(written)
-    unknown = [custom_id for custom_id in replies if custom_id not in requested]
-    summary.unknown = len(unknown)
-    summary.unknown_ids = unknown[:10]
-    summary.awaiting = sum(
-        1
-        for custom_id in requested
-        if custom_id not in seen
-        and not (index.get(custom_id) is not None and index[custom_id][:2] == ("ok", jid))
-    )
-    return summary
+    return seen
 
 
 def _requested_ids(path: Path) -> set[str]:

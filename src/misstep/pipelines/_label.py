@@ -4,13 +4,10 @@ Memory stays flat in the number of traces: traces are read one at a time, at mos
 ``4 * concurrency`` are in flight, and labels go to disk as they arrive. What resuming needs
 is one small tuple per already-labelled trace (status, judge id, error type or reason).
 
-Which traces get what:
-- outcome ``wrong`` (and ``correct`` with ``include_correct``): sent to the judge;
-- outcome ``truncated`` / ``no_answer``, and ``correct`` without ``include_correct``: a
-  ``skipped`` record with ``error_type`` null and the outcome as ``reason``, no call;
-- a trace whose current record is ``ok`` under the same judge id: left alone (resume);
-- an invalid input row with ``skip_invalid``: a line of ``RUN_DIR/rejects.jsonl``.
-So every input trace ends as a label record or a reject.
+The live strategy on a ``misstep.labels.LabelRun``: the run decides what happens to each trace
+(judge it, write its ``skipped`` record, keep its current one; ``LabelRun.todo``), this module
+judges the ones to judge with a live backend (``LiveLabeller``) and appends their records. So
+every input trace ends as a label record or a reject (``skip_invalid``).
 
 Judge self-consistency (``samples`` > 1, which needs a temperature above 0): a backend that can
 (the server backend) draws the samples in one request (``n``, sharing the prefill), others are
@@ -20,63 +17,48 @@ taxonomy's order; the evidence, step and explanation are those of the lowest-num
 with that type. ``sample_agreement`` is the majority count over ``samples`` (failed samples
 count as disagreeing).
 
-Every run takes ``RUN_DIR/.lock`` (one writer at a time), refuses a run directory whose labels
-another judge configuration made (unless ``add_judge``), and adds its manifest to the run
-directory's history (nothing overwritten).
+Through the ``LabelRun`` every run takes ``RUN_DIR/.lock`` (one writer at a time), refuses a run
+directory whose labels another judge configuration made (unless ``add_judge``), and adds its
+manifest to the run directory's history (nothing overwritten).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
-import pandas as pd
 from pydantic import BaseModel, Field
 
-from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
+from misstep.errors import JudgeUnavailableError, OptionError
 from misstep.judge import (
     Judge,
     JudgeRequest,
     JudgeResult,
+    JudgeSpec,
     bounded_schema,
     create_judge,
-    evidence_in_text,
-    label_json_schema,
+    declared,
     request_seed,
 )
 from misstep.labels import (
-    InputFile,
+    Action,
+    LabelRun,
     LabelStatus,
-    LabelStore,
-    RunManifest,
+    RunFields,
+    RunOptions,
     StoredLabel,
-    add_to_history,
-    iter_label_lines,
-    read_manifest,
-    run_dir_lock,
-    write_manifest,
+    Todo,
+    record_of,
+    skipped_record,
 )
 from misstep.metrics import order_checkpoints
-from misstep.pipelines._budget import label_sample
-from misstep.prompts import prompt_hash, render_judge_prompt
-from misstep.rollouts import (
-    Outcome,
-    RejectSink,
-    Trace,
-    input_digest,
-    load_graded,
-    read_traces,
-)
+from misstep.prompts import render_judge_prompt
+from misstep.rollouts import Trace
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
@@ -85,9 +67,7 @@ if TYPE_CHECKING:
 __all__ = ["LabelProgress", "LabelRunSummary", "arun_labeling", "run_labeling"]
 
 _T = TypeVar("_T")
-REJECTS_FILE = "rejects.jsonl"
-NOT_SAMPLED = "not sampled"
-"""Reason of the skipped record of a trace left out of the label budget."""
+_P = ParamSpec("_P")
 STOP_AFTER_SERVER_DOWN = 3
 """Traces in a row whose requests all found the server unreachable (or refusing the key)
 after which labelling stops with ``JudgeUnavailableError`` (exit status 3)."""
@@ -117,13 +97,18 @@ class LabelProgress:
     """Completion tokens counted by the server this run."""
 
 
-class LabelRunSummary(BaseModel):
-    """What a labelling run did, and the state of its input's labels at the end."""
+class RunSummary(BaseModel):
+    """What every way of labelling reports first."""
 
     run_dir: str
     """The run directory."""
     judge: str
     """Judge id of this run's records."""
+
+
+class LabelRunSummary(RunSummary):
+    """What a labelling run did, and the state of its input's labels at the end."""
+
     traces: int
     """Input traces read (within --limit), rejects excluded."""
     written: int
@@ -149,240 +134,36 @@ class LabelRunSummary(BaseModel):
     traces whose current label is ok."""
 
 
-class _Current(NamedTuple):
-    status: str
-    judge: str
-    detail: str | None  # error_type of an ok record, reason of a skipped one
+@dataclass(eq=False)
+class LiveLabeller:
+    """Turns a trace into its record with a live judge: render, ask (samples, retries in the
+    backend), watch for a server that is down, make the record; the live path writes it, a Ray
+    actor hands it back."""
 
+    judge: Judge
+    config: JudgeConfig
+    taxonomy: Taxonomy
+    run: LabelRun | None
+    """Where records go; None: built only (a Ray actor hands them back to the driver)."""
+    progress: LabelProgress
+    on_progress: Callable[[LabelProgress], None] | None
+    call_limit: int
+    """Requests in flight at most (the semaphore ``calls``)."""
+    down_streak: int = 0
+    """Traces in a row whose every request said the server is unusable."""
+    stop: JudgeUnavailableError | None = None
+    """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
 
-def _load_index(path: Path) -> dict[str, _Current]:
-    if not path.exists():
-        return {}
-    index: dict[str, _Current] = {}
-    for _, rec in iter_label_lines(path):
-        detail = rec.get("error_type") if rec.get("status") == "ok" else rec.get("reason")
-        index[str(rec.get("trace_id"))] = _Current(
-            str(rec.get("status")), str(rec.get("judge")), detail
-        )
-    return index
-
-
-def _pkg_version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
-
-def _public_url(url: str | None) -> str | None:
-    # A URL may carry user:password@; the manifest must never hold a credential.
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-class _Identified(Protocol):
-    """What a manifest reads from a judge (a live backend, or a batch of request files)."""
-
-    @property
-    def judge_id(self) -> str: ...
-
-
-def _manifest(
-    traces_path: Path,
-    config: JudgeConfig,
-    taxonomy: Taxonomy,
-    judge: _Identified,
-    options: dict[str, Any],
-    input_sha256: str,
-) -> RunManifest:
-    judge_config = config.model_dump(mode="json")
-    if "base_url" in judge_config:
-        judge_config["base_url"] = _public_url(judge_config["base_url"])
-    judge_config["extra_base_urls"] = [
-        _public_url(url) for url in judge_config.get("extra_base_urls") or []
-    ]
-    inputs = [InputFile.of(traces_path)] if traces_path.exists() else []
-    return RunManifest(
-        inputs=inputs,
-        input_sha256=input_sha256,
-        judge_config=judge_config,
-        judge=judge.judge_id,
-        taxonomy_id=str(taxonomy.id),
-        taxonomy_version=str(taxonomy.version),
-        taxonomy_hash=taxonomy.hash,
-        taxonomy_path=taxonomy.source,
-        prompt_hash=prompt_hash(),
-        seed=config.seed,
-        server_model=getattr(judge, "server_model", None),
-        versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm", "ray")},
-        options=options,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        server=dict(getattr(judge, "server_info", None) or {}),
-    )
-
-
-def _check_one_judge(run_dir: Path, judge_id: str, add_judge: bool) -> None:
-    """A run directory holds one judge configuration unless the user asks for another."""
-    existing = read_manifest(run_dir) if run_dir.is_dir() else None
-    if existing is None or not existing.judge or existing.judge == judge_id or add_judge:
-        return
-    raise LabelStoreError(
-        path=run_dir,
-        reason=f"its labels were made by judge {existing.judge}; this configuration is "
-        f"{judge_id} (another model, prompt, schema, sampling or trace budget)",
-        hint="label into a new run directory, or pass --add-judge to put these labels beside "
-        "the others (analyses then choose one with --judge-id)",
-    )
-
-
-def _check_same_input(run_dir: Path, traces_path: Path, digest: str) -> None:
-    """A run directory belongs to one input: labelling another one into it would mix them."""
-    existing = read_manifest(run_dir) if run_dir.is_dir() else None
-    if existing is None or existing.input_sha256 in (None, digest):
-        return
-    made_from = existing.inputs[0].path if existing.inputs else "another input"
-    raise LabelStoreError(
-        path=run_dir,
-        reason=f"this run directory holds labels of {made_from} (sha256 "
-        f"{existing.input_sha256[:12]}), not of {traces_path} (sha256 {digest[:12]})",
-        hint="label these traces into a new run directory (--out NEW_RUN_DIR)",
-    )
-
-
-def _majority(results: list[JudgeResult], order: dict[str, int]) -> tuple[JudgeResult, int]:
-    """The result to store and how many samples agree with it (see the module docstring)."""
-    ok = [r for r in results if r.status is LabelStatus.OK and r.label is not None]
-    if not ok:
-        return results[0], 0
-    counts = Counter(str(getattr(r.label, "error_type", "")) for r in ok)
-    best = min(counts, key=lambda key: (-counts[key], order.get(key, len(order)), key))
-    chosen = next(r for r in ok if str(getattr(r.label, "error_type", "")) == best)
-    return chosen, counts[best]
-
-
-def _tokens(results: list[JudgeResult]) -> tuple[int | None, int | None]:
-    """Prompt and completion tokens of a trace's requests, from the servers' usage counts."""
-    totals: list[int | None] = [None, None]
-    for result in results:
-        usage = result.extra.get("usage")
-        if not isinstance(usage, dict):
-            continue
-        for i, key in enumerate(("prompt_tokens", "completion_tokens")):
-            value = usage.get(key)
-            if isinstance(value, int):
-                totals[i] = (totals[i] or 0) + value
-    return totals[0], totals[1]
-
-
-def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> StoredLabel:
-    """The ``skipped`` record of a trace that is not judged (its outcome, or ``not sampled``),
-    made the same way by the live path, the batch export and Ray."""
-    return StoredLabel(
-        trace_id=trace.trace_id,
-        judge=judge,
-        status=LabelStatus.SKIPPED,
-        reason=reason,
-        samples=samples,
-        checkpoint=trace.checkpoint,
-        dataset=trace.dataset,
-        problem_id=trace.problem_id,
-    )
-
-
-def record_of(
-    trace: Trace,
-    results: list[JudgeResult],
-    steps: list[str],
-    *,
-    judge: str,
-    samples: int,
-    order: dict[str, int],
-    attempts: int,
-    latency_ms: float = 0.0,
-    trace_cut: bool = False,
-    inclusion_prob: float | None = None,
-) -> StoredLabel:
-    """The stored record of one trace from its judge results (one per sample, steps already
-    checked): the majority, the fields of an ok label with its evidence verified against the
-    trace, reasoning, tokens and agreement. The one place a record is made, whichever way the
-    results came (live, batch files, Ray)."""
-    chosen, agree = _majority(results, order)
-    fields: dict[str, Any] = {}
-    if chosen.status is LabelStatus.OK and chosen.label is not None:
-        data = chosen.label.model_dump(mode="json")
-        fields = {
-            k: data.get(k)
-            for k in ("error_type", "first_error_step", "evidence", "explanation", "confidence")
-        }
-        fields["evidence_verified"] = evidence_in_text(
-            data.get("evidence"), trace.response, "\n".join(steps)
-        )
-    reasoning = chosen.extra.get("reasoning")
-    tokens = _tokens(results)
-    tries = results[0].extra.get("tries")
-    return StoredLabel(
-        trace_id=trace.trace_id,
-        judge=judge,
-        status=chosen.status,
-        attempts=attempts,
-        latency_ms=round(latency_ms, 3),
-        reason=chosen.reason,
-        raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
-        trace_cut=trace_cut,
-        samples=samples,
-        sample_agreement=(agree / len(results)) if len(results) > 1 else None,
-        checkpoint=trace.checkpoint,
-        dataset=trace.dataset,
-        problem_id=trace.problem_id,
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-        inclusion_prob=inclusion_prob,
-        prompt_tokens=tokens[0],
-        completion_tokens=tokens[1],
-        tries=list(tries) if isinstance(tries, list) and tries else None,
-        **fields,
-    )
-
-
-class _Run:
-    def __init__(
-        self,
-        *,
-        judge: Judge,
-        config: JudgeConfig,
-        taxonomy: Taxonomy,
-        store: LabelStore | None,
-        progress: LabelProgress,
-        on_progress: Callable[[LabelProgress], None] | None,
-        call_limit: int,
-    ) -> None:
-        self.judge = judge
-        self.config = config
-        self.taxonomy = taxonomy
-        self.store = store
-        self.progress = progress
-        self.on_progress = on_progress
-        self.order = {key: i for i, key in enumerate(taxonomy.keys)}
-        self.schema = label_json_schema(taxonomy)
-        self.calls = asyncio.Semaphore(max(1, call_limit))
-        self.inclusion: dict[str, float] | None = None
-        """Inclusion probability of each judged trace under a label budget."""
-        self.down_streak = 0
-        """Traces in a row whose every request said the server is unusable."""
-        self.stop: JudgeUnavailableError | None = None
-        """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
+    def __post_init__(self) -> None:
+        self.spec = JudgeSpec(self.config, self.taxonomy)
+        self.call_limit = max(1, self.call_limit)
+        self.calls = asyncio.Semaphore(self.call_limit)
 
     def write(self, label: StoredLabel) -> None:
-        notices = getattr(self.judge, "notices", None)
-        if notices:
-            self.progress.notices.extend(notices)
-            notices.clear()
-        if self.store is None:
+        self.progress.notices.extend(self.judge.take_notices())
+        if self.run is None:
             raise RuntimeError("this run has no store to write to")
-        self.store.append(label)
+        self.run.append(label)
         self.progress.prompt_tokens += label.prompt_tokens or 0
         self.progress.completion_tokens += label.completion_tokens or 0
         self.progress.status_counts[label.status.value] += 1
@@ -409,7 +190,7 @@ class _Run:
         self.down_streak += 1
         if self.down_streak < STOP_AFTER_SERVER_DOWN or self.stop is not None:
             return
-        url = str(getattr(self.judge, "base_url", None) or self.config.base_url or "the server")
+        url = str(self.judge.base_url or self.config.base_url or "the server")
         if "wrong-model" in kinds:
             reason = (
                 f"it answered {self.down_streak} requests in a row as another model than the "
@@ -433,20 +214,23 @@ class _Run:
             "where it stopped",
         )
 
-    async def label(self, trace: Trace, answer: str | None) -> StoredLabel:
-        label = await self.build(trace, answer)
+    async def label(
+        self, trace: Trace, answer: str | None, inclusion_prob: float | None = None
+    ) -> StoredLabel:
+        label = await self.build(trace, answer, inclusion_prob)
         self.write(label)
         return label
 
-    async def build(self, trace: Trace, answer: str | None) -> StoredLabel:
+    async def build(
+        self, trace: Trace, answer: str | None, inclusion_prob: float | None = None
+    ) -> StoredLabel:
         """The record of one trace, judged (not written: a Ray actor builds it too)."""
         # A judge's size limit applies before any per-character work (splitting, rendering).
-        too_long = getattr(self.judge, "too_long", None)
-        early: JudgeResult | None = too_long(trace) if too_long is not None else None
+        early = self.judge.too_long(trace)
         if early is not None:
             return record_of(
                 trace, [early], [], judge=self.judge.judge_id, samples=self.config.samples,
-                order=self.order, attempts=early.attempts,
+                order=self.spec.order, attempts=early.attempts,
             )  # fmt: skip
         # Splitting and rendering are CPU work: a long trace is done in a worker thread so that
         # the event loop keeps the other requests flowing.
@@ -459,9 +243,9 @@ class _Run:
             max_trace_tokens=self.config.max_trace_tokens,
         )
         steps = list(rendered.steps)
-        schema = bounded_schema(self.schema, len(steps), max_tokens=self.config.max_tokens)
+        schema = bounded_schema(self.spec.schema, len(steps), max_tokens=self.config.max_tokens)
         samples = max(1, self.config.samples)
-        one_request = samples > 1 and bool(getattr(self.judge, "supports_n", False))
+        one_request = samples > 1 and self.judge.supports_n
         requests = [
             JudgeRequest(
                 trace=trace,
@@ -490,11 +274,11 @@ class _Run:
             steps,
             judge=self.judge.judge_id,
             samples=self.config.samples,
-            order=self.order,
+            order=self.spec.order,
             attempts=attempts,
             latency_ms=wall_ms,
             trace_cut=rendered.trace_cut,
-            inclusion_prob=None if self.inclusion is None else self.inclusion.get(trace.trace_id),
+            inclusion_prob=inclusion_prob,
         )
 
 
@@ -519,21 +303,21 @@ async def arun_labeling(
     config: JudgeConfig,
     *,
     taxonomy: Taxonomy,
-    include_correct: bool = False,
-    limit: int | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    skip_invalid: bool = False,
+    options: RunOptions | None = None,
     progress: Callable[[LabelProgress], None] | None = None,
     judge: Judge | None = None,
-    add_judge: bool = False,
-    per_checkpoint: int | None = None,
-    pilot: int | None = None,
-    cache: bool = True,
+    **fields: Unpack[RunFields],
 ) -> LabelRunSummary:
-    """The async form of :func:`run_labeling`."""
-    traces_path = Path(traces_path)
-    run_dir = Path(run_dir)
+    """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
+
+    ``options`` (``misstep.labels.RunOptions``) gives all of the run's options at once, as the
+    CLI builds them; without it they are built from the keyword arguments (its fields). A label
+    budget: ``per_checkpoint`` N judges N traces drawn at random per (checkpoint, dataset),
+    ``pilot`` M spreads M traces over them; the others get a ``skipped`` record with reason
+    ``not sampled``.
+
+    ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
+    JudgeUnavailableError before writing anything when the judge server cannot be reached."""
     if config.samples > 1 and config.temperature <= 0:
         raise OptionError(
             option="--samples",
@@ -543,21 +327,13 @@ async def arun_labeling(
             hint="pass --temperature above 0 (e.g. 0.7) with --samples",
         )
     return await _arun(
-        traces_path,
-        run_dir,
+        Path(traces_path),
+        Path(run_dir),
         config,
-        taxonomy=taxonomy,
-        include_correct=include_correct,
-        limit=limit,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
+        taxonomy,
+        options or RunOptions(**fields),
         progress=progress,
         judge=judge,
-        add_judge=add_judge,
-        per_checkpoint=per_checkpoint,
-        pilot=pilot,
-        cache=cache,
     )
 
 
@@ -565,252 +341,145 @@ async def _arun(
     traces_path: Path,
     run_dir: Path,
     config: JudgeConfig,
-    *,
     taxonomy: Taxonomy,
-    include_correct: bool,
-    limit: int | None,
-    input_format: str | None,
-    regrade: bool,
-    skip_invalid: bool,
+    options: RunOptions,
+    *,
     progress: Callable[[LabelProgress], None] | None,
     judge: Judge | None,
-    add_judge: bool,
-    per_checkpoint: int | None,
-    pilot: int | None,
-    cache: bool,
 ) -> LabelRunSummary:
     start = time.perf_counter()
-    digest = input_digest(traces_path)
-    _check_same_input(run_dir, traces_path, digest)
-    if judge is None:
-        judge = create_judge(config, taxonomy)  # probes the server before anything is written
-    rejects = RejectSink(run_dir / REJECTS_FILE, source=traces_path) if skip_invalid else None
-    # Outcomes come from the input's one graded table (cached), the same every command uses.
-    try:
-        graded = load_graded(
-            traces_path,
-            input_format=input_format,
-            regrade=regrade,
-            rejects=rejects,
-            digest=digest,
-            cache=cache,
-        )
-    except BaseException:
-        await judge.aclose()
-        if rejects is not None:
-            rejects.close()
-        raise
-    lock = contextlib.ExitStack()
-    try:
-        # One writer per run directory, and one judge configuration unless asked.
-        lock.enter_context(run_dir_lock(run_dir))
-        _check_one_judge(run_dir, judge.judge_id, add_judge)
-    except BaseException:
-        lock.close()
-        await judge.aclose()
-        if rejects is not None:
-            rejects.close()
-        raise
-    sample = label_sample(
-        graded.table,
-        per_stratum=per_checkpoint,
-        total=pilot,
-        include_correct=include_correct,
-        seed=config.seed,
-    )
-    store = LabelStore(run_dir)
+    digest = LabelRun.check_input(traces_path, run_dir)
+    # A judge is built (its server probed) before anything is written.
+    judge = declared(judge) if judge is not None else create_judge(config, taxonomy)
     state = LabelProgress()
-    # A batching backend (vllm) asks for more requests in flight so that its batches fill up.
-    call_limit = max(1, config.concurrency, int(getattr(judge, "preferred_concurrency", 0)))
-    run = _Run(
-        call_limit=call_limit,
-        judge=judge,
-        config=config,
-        taxonomy=taxonomy,
-        store=store,
-        progress=state,
-        on_progress=progress,
-    )
-    run.inclusion = sample
-    judge_id = judge.judge_id
-    status_counts: Counter[str] = Counter()
-    by_checkpoint: dict[str, Counter[str]] = {}
-    pending: set[asyncio.Task[None]] = set()
     try:
-        index = _load_index(store.path)
-        options = {
-            "include_correct": include_correct,
-            "limit": limit,
-            "input_format": input_format,
-            "regrade": regrade,
-            "skip_invalid": skip_invalid,
-            "per_checkpoint": per_checkpoint,
-            "pilot": pilot,
-        }
-        manifest = _manifest(traces_path, config, taxonomy, judge, options, digest)
-        write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
-
-        def tally(trace: Trace, status: str, error_type: str | None) -> None:
-            status_counts[status] += 1
-            if status == LabelStatus.OK.value:
-                key = error_type if error_type is not None else "null"
-                by_checkpoint.setdefault(trace.checkpoint, Counter())[key] += 1
-
-        async def work(trace: Trace, answer: str | None) -> None:
-            label = await run.label(trace, answer)
-            tally(trace, label.status.value, label.error_type)
-
-        # Bounded in-flight work keeps memory flat; the semaphore bounds concurrent calls.
-        max_in_flight = 4 * call_limit
-        for trace, outcome, answer in _limited(
-            _with_outcomes(traces_path, input_format, graded.table, skip_invalid), limit
-        ):
-            if run.stop is not None:
-                break
-            state.read += 1
-            if rejects is not None:
-                state.rejected = rejects.count
-            current = index.get(trace.trace_id)
-            send = outcome is Outcome.WRONG or (include_correct and outcome is Outcome.CORRECT)
-            already_ok = current is not None and current[:2] == ("ok", judge_id)
-            if send and sample is not None and trace.trace_id not in sample and not already_ok:
-                # left out of the budget (an ok label from an earlier, larger run is kept)
-                send, reason = False, NOT_SAMPLED
-            else:
-                reason = outcome.value
-            if not send:
-                if current is None or current[:3] != ("skipped", judge_id, reason):
-                    run.skip(trace, reason)
-                else:
-                    state.done += 1
-                tally(trace, LabelStatus.SKIPPED.value, None)
-                continue
-            if current is not None and current.status == "ok" and current.judge == judge_id:
-                state.resumed += 1
-                state.done += 1
-                tally(trace, "ok", current.detail)
-                continue
-            pending.add(asyncio.create_task(work(trace, answer)))
-            if len(pending) >= max_in_flight:
-                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:
-                    task.result()  # re-raise a bug, never swallow it
-            await asyncio.sleep(0)  # let replies be processed between reads
-        if pending and run.stop is None:
-            for outcome_or_error in await asyncio.gather(*pending, return_exceptions=True):
-                if isinstance(outcome_or_error, BaseException):
-                    raise outcome_or_error
-        if rejects is not None:
-            state.rejected = rejects.count
+        with LabelRun.open(
+            traces_path,
+            run_dir,
+            judge_id=judge.judge_id,
+            digest=digest,
+            options=options,
+            seed=config.seed,
+        ) as run:
+            recorded = options.recorded(
+                "include_correct",
+                "limit",
+                "input_format",
+                "regrade",
+                "skip_invalid",
+                "per_checkpoint",
+                "pilot",
+            )
+            JudgeSpec(config, taxonomy).record_manifest(run, recorded, judge=judge)
+            # A batching backend (vllm) asks for more requests in flight to fill its batches.
+            live = LiveLabeller(
+                call_limit=max(1, config.concurrency, judge.preferred_concurrency),
+                judge=judge,
+                config=config,
+                taxonomy=taxonomy,
+                run=run,
+                progress=state,
+                on_progress=progress,
+            )
+            tally = await _label_all(run, live)
+            written = run.written
     finally:
-        for task in pending:
-            task.cancel()
-        store.close()
-        lock.close()
-        if rejects is not None:
-            rejects.close()
         await judge.aclose()
-    if run.stop is not None:
-        raise run.stop
+    if live.stop is not None:
+        raise live.stop
     if progress is not None:
         progress(state)
     return LabelRunSummary(
         run_dir=str(run_dir),
-        judge=judge_id,
+        judge=judge.judge_id,
         traces=state.read,
-        written=store.written,
+        written=written,
         resumed=state.resumed,
         rejected=state.rejected,
         calls=state.calls,
         seconds=round(time.perf_counter() - start, 3),
-        status_counts=dict(status_counts),
+        status_counts=dict(tally.status_counts),
         written_counts=dict(state.status_counts),
         error_types_by_checkpoint={
-            ck: dict(by_checkpoint[ck])
-            for ck in order_checkpoints(graded.table)
-            if ck in by_checkpoint
+            ck: dict(tally.by_checkpoint[ck])
+            for ck in order_checkpoints(run.graded.table)
+            if ck in tally.by_checkpoint
         },
         prompt_tokens=state.prompt_tokens,
         completion_tokens=state.completion_tokens,
     )
 
 
-class _CountOnly(RejectSink):
-    """The second pass over the input skips the rows the first pass already wrote out."""
+@dataclass
+class _Tally:
+    """The current status of every input trace, and the error types of the ok ones."""
 
-    def write(self, *args: Any, **kwargs: Any) -> None:
-        self.count += 1
+    status_counts: Counter[str] = field(default_factory=Counter)
+    by_checkpoint: dict[str, Counter[str]] = field(default_factory=dict)
 
-
-def _with_outcomes(
-    traces_path: Path, input_format: str | None, table: pd.DataFrame, skip_invalid: bool
-) -> Iterator[tuple[Trace, Outcome, str | None]]:
-    """Stream the traces again beside their graded rows: the reader yields the valid rows in
-    the same order both times, so row i of the table is the i-th trace."""
-    ids = table["trace_id"].to_numpy(dtype=object)
-    outcomes = table["outcome"].to_numpy(dtype=object)
-    answers = table["answer"].astype(object).to_numpy()
-    sink = _CountOnly(os.devnull) if skip_invalid else None
-    for i, trace in enumerate(read_traces(traces_path, input_format=input_format, rejects=sink)):
-        if i >= len(ids) or ids[i] != trace.trace_id:
-            raise LabelStoreError(
-                path=traces_path, reason="the input changed while it was being labelled"
-            )
-        answer = answers[i]
-        yield trace, Outcome(outcomes[i]), None if answer is None or answer is pd.NA else answer
+    def add(self, trace: Trace, status: str, error_type: str | None) -> None:
+        self.status_counts[status] += 1
+        if status == LabelStatus.OK.value:
+            key = error_type if error_type is not None else "null"
+            self.by_checkpoint.setdefault(trace.checkpoint, Counter())[key] += 1
 
 
-def _limited(
-    items: Iterator[tuple[Trace, Outcome, str | None]], limit: int | None
-) -> Iterator[tuple[Trace, Outcome, str | None]]:
-    for n, item in enumerate(items):
-        if limit is not None and n >= limit:
-            return
-        yield item
+async def _label_all(run: LabelRun, live: LiveLabeller) -> _Tally:
+    """Judge what ``run.todo`` says, at most ``4 * call_limit`` traces in flight (memory stays
+    flat; the semaphore bounds the concurrent calls)."""
+    tally = _Tally()
+    state = live.progress
+    pending: set[asyncio.Task[None]] = set()
+
+    async def work(todo: Todo) -> None:
+        label = await live.label(todo.trace, todo.answer, todo.inclusion_prob)
+        tally.add(todo.trace, label.status.value, label.error_type)
+
+    try:
+        for todo in run.todo():
+            if live.stop is not None:
+                break
+            state.read += 1
+            state.rejected = run.rejected
+            if todo.action is Action.SKIP:
+                if todo.write:
+                    live.skip(todo.trace, str(todo.reason))
+                else:
+                    state.done += 1
+                tally.add(todo.trace, LabelStatus.SKIPPED.value, None)
+                continue
+            if todo.action is Action.KEEP:
+                state.resumed += 1
+                state.done += 1
+                current = run.current(todo.trace.trace_id)
+                tally.add(todo.trace, "ok", current.detail if current else None)
+                continue
+            pending.add(asyncio.create_task(work(todo)))
+            if len(pending) >= 4 * live.call_limit:
+                finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    task.result()  # re-raise a bug, never swallow it
+            await asyncio.sleep(0)  # let replies be processed between reads
+        if pending and live.stop is None:
+            for outcome_or_error in await asyncio.gather(*pending, return_exceptions=True):
+                if isinstance(outcome_or_error, BaseException):
+                    raise outcome_or_error
+        state.rejected = run.rejected
+    finally:
+        for task in pending:
+            task.cancel()
+    return tally
 
 
-def run_labeling(
-    traces_path: str | Path,
-    run_dir: str | Path,
-    config: JudgeConfig,
-    *,
-    taxonomy: Taxonomy,
-    include_correct: bool = False,
-    limit: int | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    skip_invalid: bool = False,
-    progress: Callable[[LabelProgress], None] | None = None,
-    judge: Judge | None = None,
-    add_judge: bool = False,
-    per_checkpoint: int | None = None,
-    pilot: int | None = None,
-    cache: bool = True,
-) -> LabelRunSummary:
-    """Label the traces of ``traces_path`` into ``run_dir`` (resuming what is there).
+def _blocking(fn: Callable[_P, Coroutine[Any, Any, _T]], name: str) -> Callable[_P, _T]:
+    """``fn`` run to its end in a new event loop, as the function ``name``."""
 
-    A label budget (``misstep.pipelines._budget``): ``per_checkpoint`` N judges N traces
-    drawn at random per (checkpoint, dataset), ``pilot`` M spreads M traces over them; the
-    others get a ``skipped`` record with reason ``not sampled``.
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return asyncio.run(fn(*args, **kwargs))
 
-    ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
-    JudgeUnavailableError before writing anything when the judge server cannot be reached."""
-    return asyncio.run(
-        arun_labeling(
-            traces_path,
-            run_dir,
-            config,
-            taxonomy=taxonomy,
-            include_correct=include_correct,
-            limit=limit,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            progress=progress,
-            judge=judge,
-            add_judge=add_judge,
-            per_checkpoint=per_checkpoint,
-            pilot=pilot,
-            cache=cache,
-        )
-    )
+    run.__doc__, run.__name__, run.__qualname__ = fn.__doc__, name, name
+    return run
+
+
+run_labeling = _blocking(arun_labeling, "run_labeling")
+"""The blocking form of :func:`arun_labeling` (same arguments)."""

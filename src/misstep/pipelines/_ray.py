@@ -34,71 +34,65 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from misstep.errors import BackendNotInstalledError, OptionError
+from misstep.errors import OptionError
 from misstep.judge import (
+    Attempt,
     JudgeConfig,
+    JudgeResult,
+    JudgeSpec,
     RetryPolicy,
-    bounded_schema,
-    chat_body,
     create_judge,
     engine_request,
-    judge_id,
-    label_json_schema,
+    engine_settings,
+    first_attempt,
+    import_backend,
+    next_attempt,
     parse_completion,
-    reask_messages,
-    request_seed,
 )
 from misstep.labels import (
-    LabelStatus,
-    LabelStore,
+    Action,
+    LabelRun,
+    RunFields,
+    RunOptions,
     StoredLabel,
-    add_to_history,
-    read_manifest,
-    run_dir_lock,
-    write_manifest,
-)
-from misstep.pipelines._batch import _problem, _retry_state, _tries_of
-from misstep.pipelines._budget import label_sample
-from misstep.pipelines._label import (
-    NOT_SAMPLED,
-    REJECTS_FILE,
-    LabelProgress,
-    LabelRunSummary,
-    _check_one_judge,
-    _check_same_input,
-    _load_index,
-    _manifest,
-    _Run,
-    _with_outcomes,
-    record_of,
     skipped_record,
 )
-from misstep.prompts import prompt_hash, render_judge_prompt
-from misstep.rollouts import Outcome, RejectSink, Trace, input_digest, load_graded
+from misstep.pipelines._label import LabelProgress, LabelRunSummary, LiveLabeller
+from misstep.rollouts import Trace
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["label_with_ray"]
+__all__ = ["check_engine_samples", "import_ray", "label_with_ray"]
 
 WORK_FILE = "ray_work.parquet"
 
 
-def _import_ray() -> Any:
-    try:
-        import ray
-        import ray.data
-    except ImportError as exc:
-        raise BackendNotInstalledError(
-            backend="ray", extra="ray", reason=f"ray cannot be imported ({exc})"
-        ) from None
-    return ray
+def import_ray() -> Any:
+    """The ``ray`` module (with ``ray.data``), or BackendNotInstalledError naming the extra."""
+    return import_backend("ray", "ray", "ray.data")
+
+
+def check_engine_samples(config: JudgeConfig) -> None:
+    """Ray's vLLM engine processor draws one sample per request: ``--samples`` above 1 is
+    refused there (before anything starts)."""
+    if config.samples > 1:
+        raise OptionError(
+            option="--samples",
+            value=config.samples,
+            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
+            "output of a request",
+            hint="use --ray with --judge openai (servers) for several samples per trace",
+        )
 
 
 class _JudgeActor:
@@ -111,11 +105,11 @@ class _JudgeActor:
         self.taxonomy = load_taxonomy(taxonomy_path)
         self.loop = asyncio.new_event_loop()
         judge = create_judge(self.config, self.taxonomy)
-        self.run = _Run(
+        self.run = LiveLabeller(
             judge=judge,
             config=self.config,
             taxonomy=self.taxonomy,
-            store=None,
+            run=None,
             progress=LabelProgress(),
             on_progress=None,
             call_limit=self.config.concurrency,
@@ -155,184 +149,159 @@ def label_with_ray(
     actors: int = 2,
     batch_size: int = 16,
     engine: bool = False,
-    include_correct: bool = False,
-    input_format: str | None = None,
-    regrade: bool = False,
-    add_judge: bool = False,
-    limit: int | None = None,
-    per_checkpoint: int | None = None,
-    pilot: int | None = None,
-    skip_invalid: bool = False,
-    cache: bool = True,
+    options: RunOptions | None = None,
+    **fields: Unpack[RunFields],
 ) -> LabelRunSummary:
     """Label the traces of ``traces_path`` into ``run_dir`` on Ray (see the module docstring).
-    Ray must be initialised (``ray.init(...)``) or it starts a local cluster."""
-    import time
-
-    if engine and config.samples > 1:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
-            "output of a request",
-            hint="use --ray with --judge openai (servers) for several samples per trace",
-        )
-    ray = _import_ray()
+    Ray must be initialised (``ray.init(...)``) or it starts a local cluster. ``options``: all
+    of the run's options at once (as the CLI builds them); without it they are built from the
+    keyword arguments (its fields)."""
+    options = options or RunOptions(**fields)
+    if engine:
+        check_engine_samples(config)
+    ray = import_ray()
     start = time.perf_counter()
     traces_path, run_dir = Path(traces_path), Path(run_dir)
-    digest = input_digest(traces_path)
-    _check_same_input(run_dir, traces_path, digest)
-    rejects = RejectSink(run_dir / REJECTS_FILE, source=traces_path) if skip_invalid else None
-    try:
-        graded = load_graded(
-            traces_path,
-            input_format=input_format,
-            regrade=regrade,
-            rejects=rejects,
-            digest=digest,
-            cache=cache,
-        )
-    finally:
-        if rejects is not None:
-            rejects.close()
-    sample = label_sample(
-        graded.table,
-        per_stratum=per_checkpoint,
-        total=pilot,
-        include_correct=include_correct,
-        seed=config.seed,
-    )
+    spec = JudgeSpec(config, taxonomy)
+    digest = LabelRun.check_input(traces_path, run_dir)
     judge = None if engine else create_judge(config, taxonomy)
-    judge_id = judge.judge_id if judge is not None else _engine_judge_id(config, taxonomy)
-    written: Counter[str] = Counter()
-    status_counts: Counter[str] = Counter()
-    resumed = 0
-    prompt_tokens = completion_tokens = 0
+    counts = _Counts()
     try:
-        with run_dir_lock(run_dir):
-            _check_one_judge(run_dir, judge_id, add_judge)
-            index = _load_index(run_dir / "labels.jsonl")
-            retry = _retry_state(run_dir / "labels.jsonl", judge_id) if engine else {}
-            policy = RetryPolicy()
+        with LabelRun.open(
+            traces_path,
+            run_dir,
+            judge_id=judge.judge_id if judge is not None else spec.judge_id,
+            digest=digest,
+            options=options,
+            seed=config.seed,
+        ) as run:
             work = run_dir / WORK_FILE
-            rows = 0
-            with LabelStore(run_dir) as store:
-                batch: list[dict[str, Any]] = []
-                writer = _ParquetRows(work)
-                for n, (trace, outcome, answer) in enumerate(
-                    _with_outcomes(traces_path, input_format, graded.table, skip_invalid)
-                ):
-                    if limit is not None and n >= limit:
-                        break
-                    send = outcome is Outcome.WRONG or (
-                        include_correct and outcome is Outcome.CORRECT
-                    )
-                    current = index.get(trace.trace_id)
-                    already_ok = current is not None and current[:2] == ("ok", judge_id)
-                    reason = outcome.value
-                    # left out of the budget (an ok label of an earlier, larger run is kept)
-                    sampled = sample is None or trace.trace_id in sample
-                    if send and not sampled and not already_ok:
-                        send, reason = False, NOT_SAMPLED
-                    if not send:
-                        status_counts["skipped"] += 1
-                        if current is None or current[:3] != ("skipped", judge_id, reason):
-                            store.append(skipped_record(trace, judge_id, reason, config.samples))
-                            written["skipped"] += 1
-                        continue
-                    if already_ok:
-                        resumed += 1
-                        status_counts["ok"] += 1
-                        continue
-                    prob = -1.0 if sample is None else float(sample.get(trace.trace_id, -1.0))
-                    plan = _plan(retry.get(trace.trace_id), trace, config, policy)
-                    if plan is None:  # the retry policy keeps the cut or broken reply
-                        status_counts[str(retry[trace.trace_id]["status"])] += 1
-                        continue
-                    batch.append(
-                        {
-                            "trace": trace.model_dump_json(),
-                            "answer": answer or "",
-                            "inclusion_prob": prob,
-                            "plan": plan,
-                        }
-                    )
-                    rows += 1
-                    if len(batch) >= 4096:
-                        writer.write(batch)
-                        batch = []
-                writer.write(batch)
-                writer.close()
-                manifest = _manifest(
-                    traces_path,
-                    config,
-                    taxonomy,
-                    judge if judge is not None else _Named(judge_id),
-                    {
-                        "mode": "ray-engine" if engine else "ray",
-                        "actors": actors,
-                        "include_correct": include_correct,
-                        "limit": limit,
-                        "per_checkpoint": per_checkpoint,
-                        "pilot": pilot,
-                        "skip_invalid": skip_invalid,
-                    },
-                    digest,
-                )
-                write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
-                if rows:
-                    dataset = ray.data.read_parquet(str(work))
-                    if engine:
-                        records = _engine_records(
-                            dataset, config, taxonomy, judge_id, actors, batch_size
-                        )
-                    else:
-                        records = (
-                            row["record"]
-                            for row in dataset.map_batches(
-                                _JudgeActor,
-                                fn_constructor_kwargs={
-                                    "config": config.model_dump_json(),
-                                    "taxonomy_path": config.taxonomy_path,
-                                },
-                                compute=ray.data.ActorPoolStrategy(size=actors),
-                                # an actor mostly waits on the network: a quarter of a CPU
-                                # leaves the cluster's CPUs to reading the rows
-                                num_cpus=0.25,
-                                batch_size=batch_size,
-                                batch_format="pandas",
-                            ).iter_rows()
-                        )
-                    for raw in records:
-                        label = StoredLabel.model_validate_json(raw)
-                        store.append(label)
-                        written[label.status.value] += 1
-                        status_counts[label.status.value] += 1
-                        prompt_tokens += label.prompt_tokens or 0
-                        completion_tokens += label.completion_tokens or 0
+            rows = _write_work(run, config, engine, counts, work)
+            recorded = {
+                "mode": "ray-engine" if engine else "ray",
+                "actors": actors,
+                **options.recorded(
+                    "include_correct", "limit", "per_checkpoint", "pilot", "skip_invalid"
+                ),
+            }
+            spec.record_manifest(run, recorded, judge=judge)
+            if rows:
+                dataset = ray.data.read_parquet(str(work))
+                if engine:
+                    records = _engine_records(dataset, spec, run.judge_id, actors, batch_size)
+                else:
+                    records = _actor_records(ray, dataset, config, actors, batch_size)
+                for raw in records:
+                    counts.add(run, StoredLabel.model_validate_json(raw))
             work.unlink(missing_ok=True)
+            rejected = run.rejected
     finally:
         if judge is not None:
             asyncio.run(judge.aclose())
     return LabelRunSummary(
         run_dir=str(run_dir),
-        judge=judge_id,
-        traces=sum(status_counts.values()),
-        written=sum(written.values()),
-        resumed=resumed,
-        rejected=rejects.count if rejects is not None else 0,
+        judge=run.judge_id,
+        traces=sum(counts.status.values()),
+        written=sum(counts.written.values()),
+        resumed=counts.resumed,
+        rejected=rejected,
         calls=0,
         seconds=round(time.perf_counter() - start, 3),
-        status_counts=dict(status_counts),
-        written_counts=dict(written),
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
+        status_counts=dict(counts.status),
+        written_counts=dict(counts.written),
+        prompt_tokens=counts.prompt_tokens,
+        completion_tokens=counts.completion_tokens,
     )
 
 
-class _Named:
-    def __init__(self, judge_id: str) -> None:
-        self.judge_id = judge_id
+@dataclass
+class _Counts:
+    """What a Ray run did: records written and current statuses."""
+
+    written: Counter[str] = field(default_factory=Counter)
+    status: Counter[str] = field(default_factory=Counter)
+    resumed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, run: LabelRun, label: StoredLabel) -> None:
+        run.append(label)
+        self.written[label.status.value] += 1
+        self.status[label.status.value] += 1
+        self.prompt_tokens += label.prompt_tokens or 0
+        self.completion_tokens += label.completion_tokens or 0
+
+
+def _write_work(
+    run: LabelRun,
+    config: JudgeConfig,
+    engine: bool,
+    counts: _Counts,
+    work: Path,
+) -> int:
+    """The rows to judge into ``work`` (Parquet, in pieces); the skipped records written. The
+    number of rows."""
+    policy = RetryPolicy()
+    writer = _ParquetRows(work)
+    batch: list[dict[str, Any]] = []
+    rows = 0
+    for todo in run.todo():
+        trace = todo.trace
+        if todo.action is Action.SKIP:
+            if todo.write:
+                counts.add(
+                    run, skipped_record(trace, run.judge_id, str(todo.reason), config.samples)
+                )
+            else:
+                counts.status["skipped"] += 1
+            continue
+        if todo.action is Action.KEEP:
+            counts.resumed += 1
+            counts.status["ok"] += 1
+            continue
+        previous = run.retry_of(trace.trace_id) if engine else None
+        plan = _plan(previous, trace, config, policy)
+        if plan is None:  # the retry policy keeps the cut or broken reply
+            counts.status[str(previous["status"] if previous else "")] += 1
+            continue
+        prob = -1.0 if todo.inclusion_prob is None else float(todo.inclusion_prob)
+        batch.append(
+            {
+                "trace": trace.model_dump_json(),
+                "answer": todo.answer or "",
+                "inclusion_prob": prob,
+                "plan": plan,
+            }
+        )
+        rows += 1
+        if len(batch) >= 4096:
+            writer.write(batch)
+            batch = []
+    writer.write(batch)
+    writer.close()
+    return rows
+
+
+def _actor_records(
+    ray: Any, dataset: Any, config: JudgeConfig, actors: int, batch_size: int
+) -> Iterator[str]:
+    """Records from misstep's own client in Ray actors (servers)."""
+    return (
+        row["record"]
+        for row in dataset.map_batches(
+            _JudgeActor,
+            fn_constructor_kwargs={
+                "config": config.model_dump_json(),
+                "taxonomy_path": config.taxonomy_path,
+            },
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            # an actor mostly waits on the network: a quarter of a CPU leaves the cluster's
+            # CPUs to reading the rows
+            num_cpus=0.25,
+            batch_size=batch_size,
+            batch_format="pandas",
+        ).iter_rows()
+    )
 
 
 class _ParquetRows:
@@ -370,92 +339,33 @@ class _ParquetRows:
             os.unlink(self.path)
 
 
-def _engine_judge_id(config: JudgeConfig, taxonomy: Taxonomy) -> str:
-    # The live path's id: what is asked, not the wire.
-    return judge_id(config, taxonomy.hash, prompt_hash(), label_json_schema(taxonomy))
-
-
 def _plan(
     previous: dict[str, Any] | None, trace: Trace, config: JudgeConfig, policy: RetryPolicy
 ) -> str | None:
-    """The attempt to send for a trace, as JSON (kind, seed, temperature, the attempts before,
-    and for a re-ask the broken reply and its problem); None when the retry policy keeps the
-    stored cut or broken reply."""
-    first_seed = request_seed(config.seed, trace.trace_id, 0)
-    plan: dict[str, Any] = {
-        "kind": "first",
-        "seed": first_seed,
-        "temperature": config.temperature,
-        "before": [],
-    }
-    if previous is not None:
-        before = _tries_of(previous, first_seed, config.temperature)
-        step = policy.next_try(before, LabelStatus(str(previous["status"])), config.temperature)
-        if step is None:
-            return None
-        plan.update(kind=step[0], seed=step[1], temperature=step[2])
-        plan["before"] = [t.as_dict() for t in before]
-        if step[0] == "reask":
-            plan["raw"] = str(previous.get("raw_reply") or "")
-            plan["problem"] = _problem(str(previous.get("reason") or ""))
-    return json.dumps(plan)
+    """The attempt to send for a trace, as JSON (``Attempt.as_dict``: kind, seed, temperature,
+    the attempts before, and for a re-ask the broken reply and its problem); None when the
+    retry policy keeps the stored cut or broken reply."""
+    attempt = next_attempt(config, trace.trace_id, previous, policy)
+    return None if attempt is None else json.dumps(attempt.as_dict())
 
 
 def _engine_row(row: dict[str, Any], config: JudgeConfig, taxonomy: Taxonomy) -> dict[str, Any]:
     """A Ray row of one trace: the live path's chat body through the one adapter."""
     trace = Trace.model_validate_json(row["trace"])
-    plan = json.loads(row["plan"])
-    rendered = render_judge_prompt(
-        taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
-    )
-    messages = rendered.messages
-    if plan["kind"] == "reask":
-        messages = reask_messages(messages, plan["raw"], plan["problem"])
-    body = chat_body(
-        model=str(config.model),
-        messages=messages,
-        schema=bounded_schema(
-            label_json_schema(taxonomy), len(rendered.steps), max_tokens=config.max_tokens
-        ),
-        name="Label",
-        temperature=float(plan["temperature"]),
-        max_tokens=config.max_tokens,
-        seed=int(plan["seed"]),
-        n=1,
-        reasoning_effort=config.reasoning_effort,
-        chat_template_kwargs=config.chat_template_kwargs,
-    )
+    attempt = Attempt.from_dict(json.loads(row["plan"]), first_attempt(config, trace.trace_id))
+    body = JudgeSpec(config, taxonomy).attempt_body(trace, row["answer"] or None, attempt)
     request = engine_request(body)
     return {**row, "messages": request.messages, "sampling_params": request.sampling}
 
 
 def _engine_records(
-    dataset: Any,
-    config: JudgeConfig,
-    taxonomy: Taxonomy,
-    judge_id: str,
-    actors: int,
-    batch_size: int,
-) -> Any:
+    dataset: Any, spec: JudgeSpec, judge_id: str, actors: int, batch_size: int
+) -> Iterator[str]:
     """Records from Ray's vLLM engine processor (see the module docstring)."""
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    from misstep.judge import label_model
-    from misstep.judge._vllm import engine_settings
-
-    template_kwargs = engine_request(
-        chat_body(
-            model="",
-            messages=[],
-            schema={},
-            name="Label",
-            temperature=0.0,
-            max_tokens=1,
-            seed=0,
-            reasoning_effort=config.reasoning_effort,
-            chat_template_kwargs=config.chat_template_kwargs,
-        )
-    ).chat_template_kwargs
+    config, taxonomy = spec.config, spec.taxonomy
+    template_kwargs = spec.template_kwargs()
     settings = engine_settings(config)
     settings.pop("seed", None)  # per request
     try:  # Ray hands engine_kwargs to AsyncEngineArgs, which wants the config object
@@ -488,48 +398,34 @@ def _engine_records(
         },
         builder_kwargs={"chat_template_kwargs": template_kwargs} if template_kwargs else None,
     )
-    label_type = label_model(taxonomy)
-    order = {key: i for i, key in enumerate(taxonomy.keys)}
     for row in processor(dataset).iter_rows():
-        trace = Trace.model_validate_json(row["trace"])
-        rendered = render_judge_prompt(
-            taxonomy, trace, row["answer"] or None, max_trace_tokens=config.max_trace_tokens
-        )
-        steps = list(rendered.steps)
-        used = row.get("num_generated_tokens")
-        # Ray's processor passes no finish reason on: a reply that used every token was cut.
-        cut = isinstance(used, int) and used >= config.max_tokens
-        completion = {
-            "choices": [
-                {
-                    "message": {"content": row["generated_text"] or ""},
-                    "finish_reason": "length" if cut else "stop",
-                }
-            ]
-        }
-        results = parse_completion(
-            completion, label_type, n_steps=len(steps), max_tokens=config.max_tokens
-        )
-        plan = json.loads(row["plan"])
-        tries = [
-            *plan["before"],
+        yield _engine_record(row, spec, judge_id)
+
+
+def _engine_record(row: dict[str, Any], spec: JudgeSpec, judge_id: str) -> str:
+    """The record of one row Ray's processor generated, validated by the one validator."""
+    max_tokens = spec.config.max_tokens
+    used = row.get("num_generated_tokens")
+    # Ray's processor passes no finish reason on: a reply that used every token was cut.
+    cut = isinstance(used, int) and used >= max_tokens
+    completion = {
+        "choices": [
             {
-                "kind": plan["kind"],
-                "seed": plan["seed"],
-                "temperature": plan["temperature"],
-                "status": results[0].status.value,
-            },
+                "message": {"content": row["generated_text"] or ""},
+                "finish_reason": "length" if cut else "stop",
+            }
         ]
-        results[0].extra["tries"] = tries
-        prob = float(row["inclusion_prob"])
-        yield record_of(
-            trace,
-            results,
-            steps,
-            judge=judge_id,
-            samples=config.samples,
-            order=order,
-            attempts=len(tries),
-            trace_cut=rendered.trace_cut,
-            inclusion_prob=prob if prob >= 0 else None,
-        ).model_dump_json()
+    }
+
+    def results_of(n_steps: int) -> list[JudgeResult]:
+        return parse_completion(completion, spec.label_type, n_steps=n_steps, max_tokens=max_tokens)
+
+    prob = float(row["inclusion_prob"])
+    return spec.round_record(
+        Trace.model_validate_json(row["trace"]),
+        row["answer"] or None,
+        results_of,
+        json.loads(row["plan"]),
+        judge_id=judge_id,
+        inclusion_prob=prob if prob >= 0 else None,
+    ).model_dump_json()

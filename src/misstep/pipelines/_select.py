@@ -42,8 +42,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
-from misstep.judge import JudgeConfig, JudgeRequest, request_seed
+from misstep.judge import JudgeConfig, JudgeRequest, JudgeSpec, request_seed
 from misstep.labels import (
+    LabelRun,
     LabelStatus,
     add_to_history,
     read_manifest,
@@ -51,8 +52,8 @@ from misstep.labels import (
     run_dir_lock,
     write_manifest,
 )
-from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN, _check_same_input, _manifest
-from misstep.rollouts import Trace, input_digest, load_graded, read_traces
+from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN
+from misstep.rollouts import Trace, load_graded, read_traces
 
 if TYPE_CHECKING:
     from misstep.taxonomy import Taxonomy
@@ -206,7 +207,6 @@ def run_selection(
 ) -> SelectionSummary:
     """Select among the distinct answers of every majority-vote failure (module docstring)."""
     from misstep.judge import create_judge
-    from misstep.judge._openai import OpenAIJudge
     from misstep.metrics import problem_stats
 
     if config.backend != "openai":
@@ -216,8 +216,7 @@ def run_selection(
     if max_candidates < 2:
         raise OptionError(option="--max-candidates", value=max_candidates, allowed="2 or more")
     traces_path, run_dir = Path(traces_path), Path(run_dir)
-    digest = input_digest(traces_path)
-    _check_same_input(run_dir, traces_path, digest)
+    digest = LabelRun.check_input(traces_path, run_dir)
     graded = load_graded(
         traces_path, input_format=input_format, regrade=regrade, digest=digest, cache=cache
     )
@@ -235,8 +234,6 @@ def run_selection(
             texts[trace.trace_id] = trace
     jid = _judge_id(config)
     backend = create_judge(config, taxonomy)
-    if not isinstance(backend, OpenAIJudge):  # pragma: no cover - the backend check above
-        raise OptionError(option="--judge", value=config.backend, allowed="openai")
     schema = Selection.model_json_schema()
     schema["additionalProperties"] = False
     schema["required"] = ["analysis", "choice"]
@@ -249,13 +246,13 @@ def run_selection(
             for r in read_selections(run_dir)
             if r.status is LabelStatus.OK and r.judge == jid
         }
-        manifest = _manifest(
+        manifest = JudgeSpec(config, taxonomy).manifest(
             traces_path,
-            config,
-            taxonomy,
-            backend,
-            {"mode": "select", "max_candidates": max_candidates},
-            digest,
+            judge_id=backend.judge_id,
+            digest=digest,
+            options={"mode": "select", "max_candidates": max_candidates},
+            server_model=backend.server_model,
+            server=backend.server_info,
         )
         write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
         todo = [key for key in keys if key not in done]
@@ -358,7 +355,7 @@ async def _select_all(
                 "selection stopped, the selections written so far are kept",
                 hint="fix the server and run the same command again: it resumes where it stopped",
             )
-        usage = result.extra.get("usage") or {}
+        usage = result.usage or {}
         tokens = {
             "prompt_tokens": usage.get("prompt_tokens") if isinstance(usage, dict) else None,
             "completion_tokens": usage.get("completion_tokens")

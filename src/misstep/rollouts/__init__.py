@@ -1,12 +1,14 @@
 """Rollouts: the trace shape, readers, answer extraction and grading."""
 
+from misstep.rollouts._arithmetic import arithmetic_value
 from misstep.rollouts._equivalence import EquivalenceChecker, answers_equivalent
 from misstep.rollouts._extract import Extraction, extract_answer
-from misstep.rollouts._formats import INPUT_FORMATS
+from misstep.rollouts._formats import INPUT_FORMATS, open_binary, resolve_format
 from misstep.rollouts._grade import GradeStats, grade_traces, repetition_score
 from misstep.rollouts._normalize import canonical_key
-from misstep.rollouts._readers import read_traces
+from misstep.rollouts._readers import iter_json_lines, read_traces
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
+from misstep.rollouts._rowmap import RowError, build_trace
 from misstep.rollouts._table import (
     GRADER_VERSION,
     CacheEntry,
@@ -16,6 +18,7 @@ from misstep.rollouts._table import (
     default_cache_dir,
     delete_cache_files,
     input_digest,
+    input_size,
     load_graded,
 )
 from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace, derive_trace_id
@@ -31,8 +34,11 @@ __all__ = [
     "GradedRun",
     "Outcome",
     "RejectSink",
+    "RowError",
     "Trace",
     "answers_equivalent",
+    "arithmetic_value",
+    "build_trace",
     "cache_entries",
     "canonical_key",
     "clear_cache",
@@ -43,7 +49,11 @@ __all__ = [
     "extract_answer",
     "grade_traces",
     "input_digest",
+    "input_size",
+    "iter_json_lines",
     "load_graded",
+    "open_binary",
     "read_traces",
     "repetition_score",
+    "resolve_format",
 ]
