@@ -233,8 +233,7 @@ def agree(
     judge = [label_run(path, "--judge") for path in judge or []]
     if traces is not None:
         check_input(traces, "--traces")
-    from misstep.agreement import agreement_report, human_raters, judge_raters, load_labelled_run
-    from misstep.labels import read_human_labels
+    from misstep.agreement import agreement_report, load_labelled_run
     from misstep.rollouts import read_traces
 
     runs = [
@@ -244,35 +243,8 @@ def agree(
     files: dict[Path, Path] = {}
     for path in [*(human or []), *(p for r in runs for p in r.human_files)]:
         files.setdefault(path.resolve(), path)
-    raters: dict[str, dict[str, Any]] = {}
-    people: list[HumanLabel] = []
-    for path in files.values():
-        rows = read_human_labels(path, keys=tax.keys)
-        people += rows
-        for name, ratings in human_raters(rows).items():
-            raters.setdefault(name, {}).update(ratings)
-    judges: list[str] = []
-    groups: dict[str, str] = {}
-    for run, labelled in zip(judge or [], runs, strict=True):
-        stored = labelled.records
-        found, status = judge_raters(stored)
-        not_ok = {s: c for s, c in status.items() if s != "ok" and c}
-        if not_ok:
-            err_console.print(
-                f"{run}: left out {sum(not_ok.values())} label(s) that are not ok: "
-                + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
-                soft_wrap=True,
-                markup=False,
-            )
-        for name, ratings in found.items():
-            unique = name if name not in raters else f"{name}@{run}"
-            raters[unique] = ratings
-            judges.append(unique)
-        if by is not None:
-            for trace_id, label in stored.items():
-                value = label.checkpoint if by == By.checkpoint else label.dataset
-                if value is not None:
-                    groups[trace_id] = value
+    raters, people = _people(list(files.values()), tax.keys)
+    judges, groups = _add_judges(raters, judge, runs, by)
     if by is not None and traces is not None:
         fmt = input_format.value if input_format is not None else None
         for trace in read_traces(traces, input_format=fmt):
@@ -310,6 +282,58 @@ def agree(
     else:
         _print_report(out_console, report)
         _print_homogeneity(report)
+
+
+def _people(
+    files: list[Path], keys: list[str]
+) -> tuple[dict[str, dict[str, Any]], list[HumanLabel]]:
+    """People's ratings ({annotator: {trace_id: rating}}) and their labels, from every file."""
+    from misstep.agreement import human_raters
+    from misstep.labels import read_human_labels
+
+    raters: dict[str, dict[str, Any]] = {}
+    people: list[HumanLabel] = []
+    for path in files:
+        rows = read_human_labels(path, keys=keys)
+        people += rows
+        for name, ratings in human_raters(rows).items():
+            raters.setdefault(name, {}).update(ratings)
+    return raters, people
+
+
+def _add_judges(
+    raters: dict[str, dict[str, Any]],
+    judge: list[Path],
+    runs: list[LabelledRun],
+    by: By | None,
+) -> tuple[list[str], dict[str, str]]:
+    """Add each judge run's ok labels to ``raters`` (a name people use too gets ``@RUN_DIR``);
+    returns the judges' rater names and, with ``--by``, each trace's group from its label."""
+    from misstep.agreement import judge_raters
+
+    judges: list[str] = []
+    groups: dict[str, str] = {}
+    for run, labelled in zip(judge, runs, strict=True):
+        stored = labelled.records
+        found, status = judge_raters(stored)
+        not_ok = {s: c for s, c in status.items() if s != "ok" and c}
+        if not_ok:
+            err_console.print(
+                f"{run}: left out {sum(not_ok.values())} label(s) that are not ok: "
+                + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
+                soft_wrap=True,
+                markup=False,
+            )
+        for name, ratings in found.items():
+            unique = name if name not in raters else f"{name}@{run}"
+            raters[unique] = ratings
+            judges.append(unique)
+        if by is not None:
+            for trace_id, label in stored.items():
+                value = label.checkpoint if by == By.checkpoint else label.dataset
+                if value is not None:
+                    groups[trace_id] = value
+    return judges, groups
 
 
 def _add_homogeneity(
@@ -361,6 +385,26 @@ def _print_homogeneity(report: AgreementReport) -> None:
         )
 
 
+PlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        metavar="PLAN.json",
+        help="Draw what a `misstep plan --format json` asks for: per checkpoint, its "
+        "human_labels_needed minus those held, at random among the traces people have not "
+        "labelled (replaces --n, --stratify and --allocation).",
+    ),
+]
+HalfwidthOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--halfwidth",
+        metavar="H",
+        help="Plan for this half-width (share) and draw it, as --plan does.",
+    ),
+]
+
+
 @handles_errors
 def sample(
     traces: TracesArg,
@@ -395,41 +439,22 @@ def sample(
     no_cache: NoCacheOpt = False,
     labels_from_other_input: LabelSubsetOpt = False,
     judge_id: JudgeIdOpt = None,
-    plan_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--plan",
-            metavar="PLAN.json",
-            help="Draw what a `misstep plan --format json` asks for: per checkpoint, its "
-            "human_labels_needed minus those held, at random among the traces people have not "
-            "labelled (replaces --n, --stratify and --allocation).",
-        ),
-    ] = None,
-    halfwidth: Annotated[
-        float | None,
-        typer.Option(
-            "--halfwidth",
-            metavar="H",
-            help="Plan for this half-width (share) and draw it, as --plan does.",
-        ),
-    ] = None,
+    plan_file: PlanOpt = None,
+    halfwidth: HalfwidthOpt = None,
     human: HumanOpt = None,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
     from misstep.agreement import STRATA_FIELDS
 
     fields = [f.strip() for f in stratify.split(",") if f.strip()]
-    bad = [f for f in fields if f not in STRATA_FIELDS]
-    if bad:
+    if any(f not in STRATA_FIELDS for f in fields):
         raise OptionError(
             option="--stratify", value=stratify, allowed="names among " + ", ".join(STRATA_FIELDS)
         )
-    fmt = output
-    if fmt is None:
-        suffix = out.suffix.lower()
-        fmt = {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
-            suffix, TaskFormat.jsonl
-        )
+    # The format follows --out's suffix unless --format names one.
+    fmt = output or {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
+        out.suffix.lower(), TaskFormat.jsonl
+    )
     labels = label_run(labels, "--labels")
     check_output_file(out, "--out")
     from misstep.cli._load import load_run

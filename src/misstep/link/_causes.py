@@ -33,8 +33,7 @@ from pydantic import BaseModel
 
 from misstep.link._anatomy import PROBLEM_KEY
 from misstep.link._shifts import bh_adjust
-from misstep.metrics import problem_stats
-from misstep.metrics._intervals import mean_ci, verdict
+from misstep.metrics import mean_ci, problem_stats, verdict
 
 __all__ = [
     "CAUSES",

@@ -61,7 +61,7 @@ from misstep.link._shifts import (
     estimator_shifts,
     stratum_weights,
 )
-from misstep.metrics._order import order_checkpoints
+from misstep.metrics import order_checkpoints
 
 __all__ = [
     "LINK_STAGES",

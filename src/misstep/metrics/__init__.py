@@ -3,6 +3,7 @@
 from misstep.metrics._compare import Comparison, compare_runs
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._coverage import Coverage, coverage
+from misstep.metrics._intervals import mean_ci, verdict
 from misstep.metrics._ks import (
     DEFAULT_KS,
     check_ks,
@@ -43,11 +44,13 @@ __all__ = [
     "k_fits",
     "maj_at_k_one",
     "max_samples",
+    "mean_ci",
     "order_checkpoints",
     "pass_at_k",
     "pass_at_k_one",
     "problem_counts",
     "problem_stats",
+    "verdict",
     "vote_metrics",
     "voting_table",
 ]

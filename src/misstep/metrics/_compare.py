@@ -175,6 +175,40 @@ def _others(graded: pd.DataFrame, keys: set[str]) -> dict[str, float | None]:
     return out
 
 
+def _permutation_p(
+    ca: np.ndarray,
+    cb: np.ndarray,
+    good: np.ndarray,
+    metric: str,
+    n_perm: int,
+    rng: np.random.Generator,
+    observed: float,
+) -> float:
+    """Two-sided permutation p-value of the mean per-problem difference: each problem's pooled
+    samples are dealt again to the two runs (as many to a as it had), over its own classes."""
+    null = np.zeros(n_perm)
+    pooled = ca + cb
+    n_a = ca.sum(axis=1)
+    for i in range(len(pooled)):
+        own, own_good = _own_classes(pooled[i], good[i])
+        draws = rng.multivariate_hypergeometric(own, int(n_a[i]), size=n_perm)
+        null += _scores(own - draws, own_good, metric) - _scores(draws, own_good, metric)
+    null /= len(pooled)
+    return float((1 + int((np.abs(null) >= abs(observed) - 1e-12).sum())) / (1 + n_perm))
+
+
+def _majority(row: np.ndarray, classes: list[str]) -> tuple[str | None, int]:
+    """A problem's majority class (ties: the first class) and its margin over the runner-up;
+    the row's last column counts samples without an answer, which never vote."""
+    answered = row[:-1]
+    if answered.sum() == 0:
+        return None, 0
+    order = np.argsort(-answered, kind="stable")
+    top = int(answered[order[0]])
+    second = int(answered[order[1]]) if len(order) > 1 else 0
+    return classes[int(order[0])], top - second
+
+
 def compare_runs(
     a: pd.DataFrame,
     b: pd.DataFrame,
@@ -227,32 +261,15 @@ def compare_runs(
     rng = np.random.default_rng([seed, zlib.crc32(metric.encode())])
     ci = mean_ci(diff, 1000, rng)
     observed = float(diff.mean())
-    null = np.zeros(n_perm)
-    pooled = ca + cb
-    n_a = ca.sum(axis=1)
-    for i in range(len(keys)):
-        own, own_good = _own_classes(pooled[i], good[i])
-        draws = rng.multivariate_hypergeometric(own, int(n_a[i]), size=n_perm)
-        null += _scores(own - draws, own_good, metric) - _scores(draws, own_good, metric)
-    null /= len(keys)
-    p_value = float((1 + int((np.abs(null) >= abs(observed) - 1e-12).sum())) / (1 + n_perm))
+    p_value = _permutation_p(ca, cb, good, metric, n_perm, rng, observed)
     verdict = "within noise" if p_value >= 0.05 else ("b better" if observed > 0 else "a better")
-
-    def majority(row: np.ndarray) -> tuple[str | None, int]:
-        answered = row[:-1]
-        if answered.sum() == 0:
-            return None, 0
-        order = np.argsort(-answered, kind="stable")
-        top = int(answered[order[0]])
-        second = int(answered[order[1]]) if len(order) > 1 else 0
-        return classes[int(order[0])], top - second
 
     answers = both.dropna(subset=["answer_class"]).drop_duplicates("answer_class")
     shown = dict(zip(answers["answer_class"].astype(str), answers["answer"], strict=True))
     problems, flipped = [], []
     for i, k in enumerate(keys):
-        ma, margin_a = majority(ca[i])
-        mb, margin_b = majority(cb[i])
+        ma, margin_a = _majority(ca[i], classes)
+        mb, margin_b = _majority(cb[i], classes)
         record = {
             "problem": k,
             "a": {

@@ -31,7 +31,7 @@ from markupsafe import Markup
 
 from misstep.errors import InputFormatError
 from misstep.labels import StoredLabel
-from misstep.link._link import LinkResult
+from misstep.link import LinkResult
 from misstep.metrics import CheckpointMetrics, VotingRow
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace

@@ -20,9 +20,15 @@ import numpy.typing as npt
 import orjson
 
 from misstep.errors import InputFormatError
-from misstep.rollouts import Trace, default_cache_dir, delete_cache_files, read_traces
-from misstep.rollouts._formats import resolve_format
-from misstep.rollouts._rowmap import RowError, build_trace
+from misstep.rollouts import (
+    RowError,
+    Trace,
+    build_trace,
+    default_cache_dir,
+    delete_cache_files,
+    read_traces,
+    resolve_format,
+)
 
 __all__ = ["INDEX_VERSION", "TraceTexts", "open_trace_texts"]
 
