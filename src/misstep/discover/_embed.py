@@ -69,17 +69,14 @@ def _sif(texts: list[str], seed: int) -> FloatArray:
 
     model = _load_wordllama()
     vectors = np.asarray(model.embedding, dtype=np.float32)
+    # wordllama's tokenizer pads a batch to its longest text, and the padding ids are not
+    # words. Counted, they pulled every short text towards the padding vector, the more so
+    # the longer the set's longest text; padded, one 10^4-token text also made the batch
+    # 10^4 ids wide for every text. This model was loaded for this call alone: unpad it.
+    model.tokenizer.no_padding()
     encodings = model.tokenizer.encode_batch(texts, add_special_tokens=False)
-    # wordllama's tokenizer pads a batch to its longest text: the padding ids are not words.
-    # Counted, they pulled every short text towards the padding vector, the more so the
-    # longer the longest text of the set (one 500-token text made every text mostly padding).
-    lengths = np.fromiter(
-        (sum(e.attention_mask) for e in encodings), dtype=np.int64, count=len(texts)
-    )
-    cols = np.fromiter(
-        (i for e in encodings for i, m in zip(e.ids, e.attention_mask, strict=True) if m),
-        dtype=np.int64,
-    )
+    lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+    cols = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64)
     rows = np.repeat(np.arange(len(texts)), lengths)
     counts = sp.csr_matrix(
         (np.ones(len(cols), dtype=np.float32), (rows, cols)),
