@@ -69,6 +69,11 @@ def _sif(texts: list[str], seed: int) -> FloatArray:
 
     model = _load_wordllama()
     vectors = np.asarray(model.embedding, dtype=np.float32)
+    # wordllama's tokenizer pads a batch to its longest text, and the padding ids are not
+    # words. Counted, they pulled every short text towards the padding vector, the more so
+    # the longer the set's longest text; padded, one 10^4-token text also made the batch
+    # 10^4 ids wide for every text. This model was loaded for this call alone: unpad it.
+    model.tokenizer.no_padding()
     encodings = model.tokenizer.encode_batch(texts, add_special_tokens=False)
     lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
     cols = np.fromiter((i for e in encodings for i in e.ids), dtype=np.int64)
