@@ -89,12 +89,19 @@ def test_a_discovered_category_flows_through_label_link_and_report(
 
     result = runner.invoke(app, ["link", str(demo / "traces.jsonl"), "--labels", str(relabelled)])
     assert result.exit_code == 0, result.output
-    header = next(line for line in result.output.splitlines() if "pass@1" in line)
-    # A column of the per-checkpoint table. Its 200-column layout cuts long names (it shows
-    # `theorem_m…` for the built-in type too), the more the more columns: one column holds
-    # the key or its first 8 or more characters and an ellipsis.
-    cells = [c.strip().removesuffix("…") for c in header.split("┃")]
-    assert any(len(c) >= 8 and new.startswith(c) for c in cells), (new, header)
+    # A column of the per-checkpoint table: long names fold onto the header's next lines, so
+    # join each column's header cells line by line; the key stands whole in one column.
+    lines = result.output.splitlines()
+    first = next(i for i, line in enumerate(lines) if "pass@1" in line and "┃" in line)
+    while first > 0 and lines[first - 1].startswith("┃"):
+        first -= 1
+    header_lines = []
+    for line in lines[first:]:
+        if not line.startswith("┃"):
+            break
+        header_lines.append([c.strip() for c in line.split("┃")[1:-1]])
+    columns = ["".join(parts) for parts in zip(*header_lines, strict=True)]
+    assert new in columns, (new, columns)
     result = runner.invoke(
         app, ["link", str(demo / "traces.jsonl"), "--labels", str(relabelled), "--format", "json"]
     )
