@@ -1,6 +1,7 @@
 """Grading as a whole command against math-verify once per trace, both as whole processes.
 
 Usage: python benchmarks/bench_whole_process.py [--repeats 3] [--data DIR] [--tora FILE ...]
+    [--cases rl_run,few_samples,tora_gsm8k]
 
 For each case, three commands, each started as a fresh process ``--repeats`` times (alternating,
 so that machine noise falls on both), timed by wall clock from start to exit:
@@ -19,7 +20,10 @@ Cases: ``rl_run`` (the shared Reasoning Gym run: 7,000 traces, 50 samples per pr
 answers in many forms) and, with ``--tora``, ``tora_gsm8k`` (ToRA's public GSM8K outputs, one
 greedy sample per problem; ``bench_harness_agreement.py`` says where to find them).
 Prints one JSON object: per case the seconds of every repeat, their medians, and the speedups
-(naive median / misstep's median, for ``summary`` and for ``grade_only``).
+(naive median / misstep's median, for ``summary`` and for ``grade_only``); the same for CPU
+seconds (user + system, the process and the children it waited for, math-verify's workers
+included), which a machine that others load disturbs less than wall clock; and the load
+average before and after the run (on a shared machine, quote it with every figure).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,11 +69,16 @@ print(correct)
 """
 
 
-def _seconds(command: list[str]) -> float:
+def _seconds(command: list[str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds of one fresh process."""
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(command, check=True, capture_output=True, env=env)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu
 
 
 def _case(path: Path, ks: str | None, repeats: int) -> dict[str, Any]:
@@ -80,15 +90,22 @@ def _case(path: Path, ks: str | None, repeats: int) -> dict[str, Any]:
         "naive": [sys.executable, "-c", _NAIVE, str(path)],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):
         for name, command in commands.items():
-            times[name].append(_seconds(command))
+            wall, used = _seconds(command)
+            times[name].append(wall)
+            cpu[name].append(used)
     medians = {name: statistics.median(values) for name, values in times.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
     return {
         "seconds": {name: [round(s, 2) for s in values] for name, values in times.items()},
         "median": {name: round(value, 2) for name, value in medians.items()},
         "speedup_summary": round(medians["naive"] / medians["summary"], 1),
         "speedup_grade_only": round(medians["naive"] / medians["grade_only"], 1),
+        "cpu_median": {name: round(value, 2) for name, value in cpu_medians.items()},
+        "cpu_speedup_summary": round(cpu_medians["naive"] / cpu_medians["summary"], 1),
+        "cpu_speedup_grade_only": round(cpu_medians["naive"] / cpu_medians["grade_only"], 1),
     }
 
 
@@ -108,18 +125,23 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data", type=Path, default=SHARED_DATA)
     parser.add_argument("--tora", type=Path, nargs="*", default=[])
+    parser.add_argument("--cases", default="rl_run,few_samples,tora_gsm8k")
     args = parser.parse_args()
-    out: dict[str, Any] = {"cpu_count": os.cpu_count()}
+    cases = set(args.cases.split(","))
+    out: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_before": os.getloadavg()}
     with tempfile.TemporaryDirectory() as tmp:
-        rl = args.data / "reasoning_gym_eval" / "llama_rl_ckpts.jsonl.gz"
-        out["rl_run"] = _case(rl, None, args.repeats)
-        few = Path(tmp) / "few.jsonl"
-        write_few_samples(few, args.data)
-        out["few_samples"] = _case(few, "1,2", args.repeats)
-        if args.tora:
+        if "rl_run" in cases:
+            rl = args.data / "reasoning_gym_eval" / "llama_rl_ckpts.jsonl.gz"
+            out["rl_run"] = _case(rl, None, args.repeats)
+        if "few_samples" in cases:
+            few = Path(tmp) / "few.jsonl"
+            write_few_samples(few, args.data)
+            out["few_samples"] = _case(few, "1,2", args.repeats)
+        if args.tora and "tora_gsm8k" in cases:
             tora = Path(tmp) / "tora.jsonl"
             _write_tora(args.tora, tora)
             out["tora_gsm8k"] = _case(tora, "1", args.repeats)
+    out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))
 
 

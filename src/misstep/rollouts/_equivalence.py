@@ -88,7 +88,12 @@ compared only with class representatives whose numeric value is near their own, 
 problems stay far below it; answers it leaves ungrouped are counted (``EquivalenceStats``)."""
 _PREFETCH_BATCH = 8  # answers per prefetch task
 _CHUNK_TASKS = 8  # problems per pool task: amortises pickling without starving a worker
-_GROW_BACKLOG = 3  # prefetch batches waiting on a one-worker pool before it gets every worker
+# Prefetch batches waiting on a one-worker pool before it gets every worker. A worker costs
+# about a second of CPU to load math-verify, a parse 5-30 ms: a second worker pays only for
+# some 64 answers (8 batches) or more. With 3, a run with a few dozen odd answers (the
+# few-samples case: 20) started a second worker while the first was still loading, on a
+# 2-core machine a second of CPU taken from the reader.
+_GROW_BACKLOG = 8
 _GROW_TASKS = 8  # problems for the pool above which it gets every worker
 
 

@@ -40,9 +40,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from misstep.errors import InputError
 from misstep.rollouts._equivalence import (
@@ -57,6 +55,9 @@ from misstep.rollouts._extract import extract_answer
 from misstep.rollouts._normalize import canonical_key, is_choice_key, problem_options
 from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = [
     "CLASS_SPLIT_WRONG",
     "CORRECT_WITHOUT_ANSWER",
@@ -69,7 +70,6 @@ __all__ = [
 CORRECT_WITHOUT_ANSWER = "<correct>"
 CLASS_SPLIT_WRONG = "\x1f<graded wrong>"
 """Suffix of the answer-class key of rows graded wrong in a class whose other rows are correct."""
-_STRING = pd.StringDtype("pyarrow")
 _PROGRESS_EVERY = 10_000
 _KEY_MEMO_MAX = 1_000_000
 _HINT_NO_GOLD = "give those rows a gold_answer or a correct field"
@@ -209,18 +209,21 @@ class _Rows:
         self.problem_of.append(problem)
 
     def frame(self, classes: list[str | None], correct: list[bool]) -> pd.DataFrame:
+        import pandas as pd
+
+        string = pd.StringDtype("pyarrow")
         outcomes = [o.value if o else None for o in self.outcomes]
         return pd.DataFrame(
             {
-                "trace_id": pd.array(self.trace_ids, dtype=_STRING),
-                "checkpoint": pd.array(self.checkpoints, dtype=_STRING),
+                "trace_id": pd.array(self.trace_ids, dtype=string),
+                "checkpoint": pd.array(self.checkpoints, dtype=string),
                 "step": pd.array(self.steps, dtype="Int64"),
-                "dataset": pd.array(self.datasets, dtype=_STRING),
-                "problem_id": pd.array(self.problem_ids, dtype=_STRING),
+                "dataset": pd.array(self.datasets, dtype=string),
+                "problem_id": pd.array(self.problem_ids, dtype=string),
                 "sample_idx": pd.array(self.sample_idxs, dtype="Int64"),
-                "answer": pd.array(self.answers, dtype=_STRING),
-                "answer_class": pd.array(classes, dtype=_STRING),
-                "outcome": pd.array(outcomes, dtype=_STRING),
+                "answer": pd.array(self.answers, dtype=string),
+                "answer_class": pd.array(classes, dtype=string),
+                "outcome": pd.array(outcomes, dtype=string),
                 "correct": pd.array(correct, dtype=bool),
                 "response_chars": pd.array(self.lengths, dtype="int64"),
                 "repetition": pd.array(self.repeats, dtype="float32"),
@@ -376,6 +379,9 @@ def _split_classes_by_grade(frame: pd.DataFrame) -> None:
     a class is split in two by grade (the wrong rows get the key suffixed with
     ``CLASS_SPLIT_WRONG``), so that a class is correct exactly when its rows are, and maj@1
     equals pass@1."""
+    import numpy as np
+    import pandas as pd
+
     answered = frame["answer_class"].notna().to_numpy()
     if not answered.any():
         return
@@ -392,7 +398,7 @@ def _split_classes_by_grade(frame: pd.DataFrame) -> None:
     rows = np.flatnonzero(answered)[move]
     classes = frame["answer_class"].astype(object).to_numpy(copy=True)
     classes[rows] = [f"{key}{CLASS_SPLIT_WRONG}" for key in classes[rows]]
-    frame["answer_class"] = pd.array(classes, dtype=_STRING)
+    frame["answer_class"] = pd.array(classes, dtype=pd.StringDtype("pyarrow"))
 
 
 def _classes(
@@ -404,6 +410,11 @@ def _classes(
     tasks: list[ProblemTask] = []
     owners: list[list[int]] = []
     results: list[ProblemResult | None] = []
+    # pandas (about 0.4 s of imports) loads only now, for the table: while a math-verify
+    # worker, started by the first answer that needed it, loads math-verify on the other core
+    # and parses, instead of before the first line is read.
+    import pandas  # noqa: F401
+
     known = checker.fingerprints()
     seen: dict[tuple[str | None, tuple[str, ...]], int] = {}
     for p, prob in enumerate(state):

@@ -19,10 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pandas as pd
 from pydantic import BaseModel
 
 from misstep.errors import InputError, InputFormatError, OutputError
@@ -31,6 +30,9 @@ from misstep.rollouts._grade import grade_traces
 from misstep.rollouts._readers import read_traces
 from misstep.rollouts._rejects import RejectSink
 from misstep.rollouts._trace import GRADED_COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "GRADER_VERSION",
@@ -156,6 +158,8 @@ def _read_entry(folder: Path, key: str) -> pd.DataFrame | None:
     table_path = folder / f"{key}.parquet"
     if not (folder / f"{key}.json").exists() or not table_path.exists():
         return None
+    import pandas as pd
+
     try:
         table = pd.read_parquet(table_path)
     except Exception:  # a damaged entry is graded again, never trusted
