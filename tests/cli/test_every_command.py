@@ -41,6 +41,8 @@ RUNS = ["demo", "demo-one", *(f"{n}{s}" for n in SHARED_RUNS for s in ("", "-one
 # (command, run or "*") -> a fragment of the documented refusal's message.
 REFUSALS = {
     ("agree", "*"): "needs at least two raters",
+    # A rules-judge run writes one explanation for every `other` label: nothing to cluster.
+    ("discover", "*"): "too few to cluster",
 }
 
 # JSON key -> the header words that show it ("" where the key is shown inside another
@@ -200,6 +202,8 @@ def _commands(run: Run, out: Path) -> dict[str, list[str]]:
         "report": ["report", t, "--labels", labels, "--out", str(out / "report.html")],
         "agree": agree,
         "sample": ["sample", t, "--labels", labels, "--out", str(out / "task.jsonl")],
+        "plan": ["plan", t, "--labels", labels, "--halfwidth", "0.1"],
+        "discover": ["discover", "--labels", labels, "--out", str(out / "discover")],
         "cache list": ["cache", "list"],
     }
 

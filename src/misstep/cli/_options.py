@@ -255,6 +255,18 @@ def parse_ks(text: str | None) -> list[int] | None:
     return ks
 
 
+def parse_strata(stratify: str) -> list[str]:
+    """The ``--stratify`` fields, each one a sample can be stratified by."""
+    from misstep.agreement import STRATA_FIELDS
+
+    fields = [f.strip() for f in stratify.split(",") if f.strip()]
+    if any(f not in STRATA_FIELDS for f in fields):
+        raise OptionError(
+            option="--stratify", value=stratify, allowed="names among " + ", ".join(STRATA_FIELDS)
+        )
+    return fields
+
+
 def check_input(path: Path, what: str = "input") -> None:
     """An input file or directory that exists and can be read."""
     if not path.exists():

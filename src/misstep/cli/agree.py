@@ -26,6 +26,7 @@ from misstep.cli._options import (
     check_input,
     check_output_file,
     label_run,
+    parse_strata,
 )
 from misstep.errors import AnalysisError, OptionError
 
@@ -444,13 +445,7 @@ def sample(
     human: HumanOpt = None,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
-    from misstep.agreement import STRATA_FIELDS
-
-    fields = [f.strip() for f in stratify.split(",") if f.strip()]
-    if any(f not in STRATA_FIELDS for f in fields):
-        raise OptionError(
-            option="--stratify", value=stratify, allowed="names among " + ", ".join(STRATA_FIELDS)
-        )
+    fields = parse_strata(stratify)
     # The format follows --out's suffix unless --format names one.
     fmt = output or {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
         out.suffix.lower(), TaskFormat.jsonl
@@ -579,7 +574,7 @@ def plan(
     seed: SeedOpt = 0,
 ) -> None:
     """How many traces people must label per checkpoint for a given interval half-width."""
-    check_input(labels, "--labels")
+    labels = label_run(labels, "--labels")
     for path in human or []:
         check_input(path, "--human")
     from misstep.agreement import plan_labels

@@ -17,6 +17,7 @@ from misstep.cli._options import (
     SeedOpt,
     check_base_urls,
     check_input,
+    label_run,
 )
 from misstep.errors import OptionError
 
@@ -285,7 +286,7 @@ def discover(
     if labels is not None:
         from misstep.agreement import run_taxonomy
 
-        check_input(labels, "--labels")
+        labels = label_run(labels, "--labels")
         base = run_taxonomy(labels, taxonomy)
         chosen = None if types == "all" else [t.strip() for t in types.split(",") if t.strip()]
         items = texts_from_labels(labels, types=chosen, keys=base.keys, judge=judge_id)

@@ -25,6 +25,7 @@ from misstep.cli._options import (
     check_input,
     input_format_value,
     label_run,
+    parse_strata,
 )
 from misstep.errors import OptionError
 
@@ -135,7 +136,6 @@ def register(app: typer.Typer) -> None:
 
         Prints the URL (its access token after #) as the first line on stdout; scripts send
         the token as `Authorization: Bearer TOKEN`. Stop with Ctrl-C."""
-        from misstep.agreement import STRATA_FIELDS
         from misstep.review import check_annotator
 
         labels = label_run(labels, "--labels")
@@ -147,13 +147,7 @@ def register(app: typer.Typer) -> None:
             raise OptionError(
                 option="--with-judge/--hide-names", value="given", allowed="with --adjudicate"
             )
-        fields = [f.strip() for f in stratify.split(",") if f.strip()]
-        if any(f not in STRATA_FIELDS for f in fields):
-            raise OptionError(
-                option="--stratify",
-                value=stratify,
-                allowed="names among " + ", ".join(STRATA_FIELDS),
-            )
+        fields = parse_strata(stratify)
         run = load_run(
             traces,
             input_format=input_format,
