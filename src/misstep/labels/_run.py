@@ -133,6 +133,8 @@ class JudgedReply(Protocol):
     @property
     def raw_reply(self) -> str | None: ...
     @property
+    def problem(self) -> str | None: ...
+    @property
     def usage(self) -> Mapping[str, int] | None: ...
     @property
     def reasoning(self) -> str | None: ...
@@ -219,6 +221,7 @@ def record_of(
         latency_ms=round(latency_ms, 3),
         reason=chosen.reason,
         raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
+        problem=chosen.problem if chosen.status is LabelStatus.UNPARSEABLE else None,
         trace_cut=trace_cut,
         samples=samples,
         sample_agreement=(agree / len(results)) if len(results) > 1 else None,
