@@ -102,6 +102,10 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
+def _pct_ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+
+
 def _print_text(r: LinkResult) -> None:
     from rich.table import Table
 
@@ -119,7 +123,10 @@ def _print_text(r: LinkResult) -> None:
         out.print(f"  note: {n}", markup=False)
     source = {c.error_dist_source for c in r.checkpoints if c.error_dist is not None}
     which = "corrected for the judge's confusion" if source == {"corrected"} else "the judge's"
-    t = Table(title=f"per checkpoint (error types: share of labelled wrong traces, {which})")
+    t = Table(
+        title=f"per checkpoint (error types: share of labelled wrong traces, {which}; "
+        "95% interval in brackets)"
+    )
     keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
     columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)"]
     columns += ["shares by (human labels)", *r.types]
@@ -146,7 +153,7 @@ def _print_text(r: LinkResult) -> None:
                 if dist is None
                 else "n/i"
                 if dist.get(ty, 0.0) is None
-                else _pct(dist.get(ty))
+                else _pct(dist.get(ty)) + _pct_ci(c.error_dist_ci.get(ty))
                 for ty in r.types
             ],
         )

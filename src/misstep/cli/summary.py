@@ -272,10 +272,10 @@ def _error_table(
     from rich.table import Table
 
     title = (
-        "error types of wrong traces: judge's share → corrected share [95% CI] (shares)"
+        "error types of wrong traces: judge's share [95% CI] → corrected share [95% CI] (shares)"
         if corrected
-        else "error types of wrong traces as the judge gives them (shares; uncorrected: no "
-        "people's labels)"
+        else "error types of wrong traces as the judge gives them [95% CI] (shares; uncorrected: "
+        "no people's labels)"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("checkpoint")
@@ -294,7 +294,8 @@ def _error_table(
                 cells.append("no labels")
                 continue
             raw = d.error_dist.get(key)
-            cell = "-" if raw is None else f"{raw:.2f}"
+            raw_ci = (d.error_dist_raw_ci or {}).get(key)
+            cell = "-" if raw is None else f"{raw:.2f}{_ci(raw_ci)}"
             if d.error_dist_corrected is not None and d.error_dist_ci is not None:
                 value = d.error_dist_corrected.get(key)
                 ci = d.error_dist_ci.get(key)
