@@ -124,11 +124,17 @@ def test_distributions(fx: Fixture) -> None:
         # Per checkpoint: 4 wrong traces, all judged arithmetic -> share 1 (interval [1, 1]).
         assert [(d["n_wrong"], d["error_dist"]["arithmetic"]) for d in dists] == [(4, 1.0)] * 2
         assert all(d["error_dist_corrected"] is None for d in dists)
+        assert all(d["made_by"] == "judge (uncorrected)" for d in dists)
         assert c.post(_label(fx.wrong_ids[0]))[0] == 200
         after = c.get("/api/distributions")[2]
-        # One person's label: now corrected shares exist (recomputed after the write).
+        # One person's label (recomputed after the write): ppi, summary's default, corrects a
+        # checkpoint from its own 10 human labels or more, so the shares stay the judge's and
+        # the checkpoint labelled says why (tests/review/test_estimator.py: with enough).
         assert after["n_human"] == 1
-        assert all(d["error_dist_corrected"] is not None for d in after["distributions"])
+        assert all(d["error_dist_corrected"] is None for d in after["distributions"])
+        notes = sorted(d["note"].split(",")[0] for d in after["distributions"])
+        assert notes == ["0 human-labelled trace(s) here", "1 human-labelled trace(s) here"]
+        assert all("ppi needs 10" in d["note"] for d in after["distributions"])
         assert c.get("/api/summary")[2]["n_human"] == 1
 
 

@@ -76,7 +76,7 @@ class ErrorDistribution(BaseModel):
     error_dist: dict[str, float] | None = None
     """Share per type among ``ok`` labels, as the judge gives it; None: no labels."""
     error_dist_raw_ci: dict[str, tuple[float, float] | None] | None = None
-    """Bootstrap 95% interval of ``error_dist``."""
+    """Bootstrap 95% interval of ``error_dist``: problems resampled within each dataset."""
     error_dist_corrected: dict[str, float | None] | None = None
     """Share per type corrected for the judge's confusion (None without human labels; a type
     that is not identified maps to None)."""
@@ -308,6 +308,9 @@ def error_distributions(
         # rates with --per-checkpoint, or after failures): each dataset weighs by its size.
         strata = [of[t] for t in ids if t in judged] if pool_datasets else None
         sizes = dict(Counter(of.values())) if pool_datasets else None
+        # the samples of one problem err alike: the interval resamples problems
+        cluster_of = dict(zip(ids, group["cluster"].tolist(), strict=True))
+        clusters = [cluster_of[t] for t in ids if t in judged]
         result = correct_distribution(
             types,
             inputs.pairs if estimator == "pooled" else [],
@@ -319,6 +322,7 @@ def error_distributions(
             level=level,
             strata=strata,
             stratum_sizes=sizes,
+            clusters=clusters,
         )
         base.error_dist = result.raw
         base.error_dist_raw_ci = result.raw_ci

@@ -21,7 +21,7 @@ its datasets, ``n_boot`` resamples).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,11 @@ class LabelledRun:
     def categories(self) -> list[str]:
         """The taxonomy's keys, in its order: every table shows these."""
         return list(self.taxonomy.keys)
+
+    def with_human(self, human: list[HumanLabel]) -> LabelledRun:
+        """The same run with ``human`` as its people's labels (the review app's, which grow as
+        people label): its distributions are computed afresh, by the same estimator."""
+        return replace(self, human=list(human))
 
     def distributions(self, *, pool_datasets: bool) -> list[ErrorDistribution]:
         """Per (checkpoint, dataset), or per checkpoint with ``pool_datasets`` (stratified by

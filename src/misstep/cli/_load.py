@@ -1,5 +1,6 @@
-"""Read and grade a command's input once, with progress on stderr: the graded table every
-command starts from (from the cache when the same input was graded before)."""
+"""The one way every command reads its input: the traces, graded once with progress on stderr
+(from the cache when the same input was graded before), and for the analysis commands the
+label run over them (``misstep.agreement.load_labelled_run``) with its notes on stderr."""
 
 from __future__ import annotations
 
@@ -7,23 +8,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from misstep.cli._errors import err_console, quote
-from misstep.cli._options import InputFormat, check_input, input_format_value
+from misstep.cli._options import LabelSource, Reading, check_input
 
 if TYPE_CHECKING:
+    from misstep.agreement import Estimator, LabelledRun
     from misstep.rollouts import GradedRun
 
-__all__ = ["load_run"]
+__all__ = ["check_estimator", "load_input", "load_run"]
 
 
-def load_run(
-    traces: Path,
-    *,
-    input_format: InputFormat | None,
-    regrade: bool,
-    skip_invalid: bool,
-    no_cache: bool,
-) -> GradedRun:
-    """The graded table of ``traces``; rejects (with ``skip_invalid``) are reported with the
+def load_run(traces: Path, reading: Reading) -> GradedRun:
+    """The graded table of ``traces``; rejects (with ``--skip-invalid``) are reported with the
     path of the file they went to."""
     from rich.progress import (
         BarColumn,
@@ -37,6 +32,7 @@ def load_run(
     from misstep.rollouts import RejectSink, default_rejects_path, input_size, load_graded
 
     check_input(traces, "traces")
+    skip_invalid = reading.skip_invalid
     sink = RejectSink(default_rejects_path(traces), source=traces) if skip_invalid else None
     with Progress(
         SpinnerColumn(),
@@ -65,10 +61,10 @@ def load_run(
         try:
             run = load_graded(
                 traces,
-                input_format=input_format_value(input_format),
-                regrade=regrade,
+                input_format=reading.format_name,
+                regrade=reading.regrade,
                 rejects=sink,
-                cache=not no_cache,
+                cache=reading.cache,
                 on_progress=on_progress,
                 on_hash=on_hash,
             )
@@ -87,3 +83,77 @@ def load_run(
     source = "read from the cache" if run.from_cache else "graded"
     err_console.print(f"{len(run.table):,} traces {source}", markup=False)
     return run
+
+
+def check_estimator(estimator: str) -> Estimator:
+    """``--estimator`` is one of ``misstep.agreement.ESTIMATORS``."""
+    from misstep.agreement import ESTIMATORS
+    from misstep.errors import OptionError
+
+    if estimator not in ESTIMATORS:
+        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
+    return estimator  # type: ignore[return-value]  # one of ESTIMATORS, checked above
+
+
+def load_input(
+    traces: Path,
+    reading: Reading,
+    source: LabelSource,
+    *,
+    seed: int = 0,
+    full: bool = False,
+    estimator: str = "ppi",
+    simultaneous: bool = False,
+) -> tuple[GradedRun, LabelledRun]:
+    """An analysis command's input: the graded table of ``traces`` (``load_run``) and its
+    label run (labels of one judge checked against the input, the run's taxonomy, people's
+    labels); the options are checked before a single trace is read. ``full``, ``seed``,
+    ``estimator`` and ``simultaneous`` go to ``load_labelled_run``."""
+    chosen = check_estimator(estimator)
+    source = source.checked()
+    run = load_run(traces, reading)
+    return run, _labelled(
+        source, run, seed=seed, full=full, estimator=chosen, simultaneous=simultaneous
+    )
+
+
+def _labelled(
+    source: LabelSource,
+    run: GradedRun,
+    *,
+    seed: int,
+    full: bool,
+    estimator: Estimator,
+    simultaneous: bool,
+) -> LabelledRun:
+    """Load the run's labels, taxonomy and people's labels; say what was left out and which
+    people's label files were read."""
+    from misstep.agreement import load_labelled_run
+
+    labelled = load_labelled_run(
+        source.labels,
+        run,
+        judge=source.judge_id,
+        human=list(source.human),
+        taxonomy=source.taxonomy,
+        allow_other_input=source.other_input,
+        full=full,
+        seed=seed,
+        estimator=estimator,
+        simultaneous=simultaneous,
+    )
+    if labelled.outside:
+        err_console.print(
+            f"{labelled.outside} labelled trace(s) of {quote(source.labels)} are not in "
+            f"{quote(run.input_path)} and are left out",
+            soft_wrap=True,
+        )
+    given = {p.resolve() for p in source.human}
+    own = [p for p in labelled.human_files if p.resolve() not in given]
+    if own:
+        err_console.print(
+            f"people's labels of the run: {len(own)} file(s) in "
+            f"{quote(own[0].parent)} ({', '.join(p.name for p in own)})",
+            soft_wrap=True,
+        )
+    return labelled

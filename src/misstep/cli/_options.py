@@ -6,16 +6,21 @@ Nothing heavy is imported here: ``misstep --help`` loads this module and must st
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from misstep.errors import InputFormatError, OptionError, OutputError
 
 __all__ = [
+    "READING",
     "REASONING_EFFORTS",
     "AddJudgeOpt",
     "BaseUrlsOpt",
@@ -28,19 +33,24 @@ __all__ = [
     "InputFormatOpt",
     "JudgeIdOpt",
     "KOpt",
+    "LabelRunOpt",
+    "LabelSource",
     "LabelSubsetOpt",
     "LabelsOpt",
     "MaxTokensOpt",
     "ModelOpt",
     "NoCacheOpt",
+    "Reading",
     "ReasoningEffortOpt",
     "RegradeOpt",
     "RunTaxonomyOpt",
     "SeedOpt",
     "SimultaneousOpt",
     "SkipInvalidOpt",
+    "TableFormat",
     "TaxonomyOpt",
     "TemperatureOpt",
+    "TextFormat",
     "TracesArg",
     "check_base_urls",
     "check_input",
@@ -49,6 +59,7 @@ __all__ = [
     "input_format_value",
     "label_run",
     "parse_ks",
+    "reads_traces",
 ]
 
 
@@ -60,6 +71,20 @@ class InputFormat(StrEnum):
     csv = "csv"
     hf = "hf"
     verl = "verl"
+
+
+class TableFormat(StrEnum):
+    """``--format`` of a command that prints tables: a rich table, or JSON alone on stdout."""
+
+    table = "table"
+    json = "json"
+
+
+class TextFormat(StrEnum):
+    """``--format`` of a command that prints text and tables, or JSON alone on stdout."""
+
+    text = "text"
+    json = "json"
 
 
 class GroupBy(StrEnum):
@@ -106,6 +131,10 @@ LabelsOpt = Annotated[
     typer.Option(
         "--labels", metavar="RUN_DIR", help="Run directory (or labels.jsonl) of `misstep label`."
     ),
+]
+LabelRunOpt = Annotated[
+    Path,
+    typer.Option("--labels", metavar="RUN_DIR", help="Label run directory (or labels.jsonl)."),
 ]
 TemperatureOpt = Annotated[
     float,
@@ -238,6 +267,116 @@ RunTaxonomyOpt = Annotated[
 def input_format_value(value: InputFormat | None) -> str | None:
     """The reader's name for the option's value."""
     return value.value if value is not None else None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a command reads and grades its traces: ``--input-format``, ``--regrade``,
+    ``--skip-invalid`` and ``--no-cache`` (``InputFormatOpt``, ``RegradeOpt``,
+    ``SkipInvalidOpt``, ``NoCacheOpt``), taken whole by ``cli._load.load_run``."""
+
+    input_format: InputFormat | None = None
+    regrade: bool = False
+    skip_invalid: bool = False
+    no_cache: bool = False
+
+    @property
+    def format_name(self) -> str | None:
+        """The reader's name for ``--input-format`` (None: inferred from the path)."""
+        return input_format_value(self.input_format)
+
+    @property
+    def cache(self) -> bool:
+        """Read and keep the cached graded table."""
+        return not self.no_cache
+
+    def run_fields(self) -> dict[str, Any]:
+        """The same settings as the reading fields of ``misstep.labels.RunOptions``."""
+        return {
+            "input_format": self.format_name,
+            "regrade": self.regrade,
+            "skip_invalid": self.skip_invalid,
+            "cache": self.cache,
+        }
+
+
+READING = Reading()
+"""The reading options' defaults: ``reading: Reading = READING`` in a ``reads_traces`` command."""
+
+
+def reads_traces(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that takes ``reading: Reading`` gets the four reading options in its place:
+    its signature (what typer reads) lists ``--input-format``, ``--regrade``,
+    ``--skip-invalid`` and ``--no-cache`` there, declared once here, and the call packs them
+    into one ``Reading``."""
+    signature = inspect.signature(command, eval_str=True)
+    declared = {
+        "input_format": InputFormatOpt,
+        "regrade": RegradeOpt,
+        "skip_invalid": SkipInvalidOpt,
+        "no_cache": NoCacheOpt,
+    }
+    params: list[inspect.Parameter] = []
+    for param in signature.parameters.values():
+        if param.name != "reading":
+            params.append(param)
+            continue
+        default = param.default if isinstance(param.default, Reading) else READING
+        params += [
+            param.replace(
+                name=f.name, annotation=declared[f.name], default=getattr(default, f.name)
+            )
+            for f in fields(Reading)
+        ]
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        reading = Reading(**{name: kwargs.pop(name) for name in declared})
+        command(*args, reading=reading, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
+
+
+@dataclass(frozen=True)
+class LabelSource:
+    """Where an analysis command's labels come from: ``--labels``, ``--judge-id``,
+    ``--human``, ``--taxonomy`` and ``--labels-from-other-input``, taken whole by
+    ``cli._load.load_labelled``."""
+
+    labels: Path
+    judge_id: str | None = None
+    human: tuple[Path, ...] = ()
+    taxonomy: Path | None = None
+    other_input: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        labels: Path,
+        judge_id: str | None,
+        human: list[Path] | None,
+        taxonomy: Path | None,
+        other_input: bool,
+    ) -> LabelSource:
+        """The options as typer gives them, in this order (``--human``: None when not given;
+        the types differ, so mypy catches a swap)."""
+        return cls(labels, judge_id, tuple(human or ()), taxonomy, other_input)
+
+    def checked(self) -> LabelSource:
+        """The same source with ``--labels`` resolved to its label run (``label_run``) and
+        every ``--human`` file checked: before a single trace is read."""
+        labels = label_run(self.labels, "--labels")
+        for path in self.human:
+            check_input(path, "--human")
+        return LabelSource(
+            labels,
+            self.judge_id,
+            self.human,
+            self.taxonomy,
+            self.other_input,
+        )
 
 
 def parse_ks(text: str | None) -> list[int] | None:

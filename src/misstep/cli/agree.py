@@ -12,21 +12,24 @@ import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console, writing
 from misstep.cli._options import (
+    READING,
     HumanOpt,
     InputFormatOpt,
     JudgeIdOpt,
+    LabelRunOpt,
+    LabelSource,
     LabelSubsetOpt,
-    NoCacheOpt,
-    RegradeOpt,
+    Reading,
     RunTaxonomyOpt,
     SeedOpt,
-    SkipInvalidOpt,
+    TableFormat,
     TaxonomyOpt,
     TracesArg,
     check_input,
     check_output_file,
     label_run,
     parse_strata,
+    reads_traces,
 )
 from misstep.errors import AnalysisError, OptionError
 
@@ -47,26 +50,12 @@ class By(StrEnum):
     dataset = "dataset"
 
 
-class ReportFormat(StrEnum):
-    """Output of ``agree``."""
-
-    table = "table"
-    json = "json"
-
-
 class TaskFormat(StrEnum):
     """Output of ``sample``."""
 
     jsonl = "jsonl"
     csv = "csv"
     labelstudio = "labelstudio"
-
-
-class PlanFormat(StrEnum):
-    """Output of ``plan``."""
-
-    table = "table"
-    json = "json"
 
 
 class AllocationChoice(StrEnum):
@@ -215,8 +204,8 @@ def agree(
             "--traces", metavar="FILE", help="Traces file: where --by finds each trace's group."
         ),
     ] = None,
-    output: Annotated[ReportFormat, typer.Option("--format", help="table or json.")] = (
-        ReportFormat.table
+    output: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = (
+        TableFormat.table
     ),
     taxonomy: RunTaxonomyOpt = None,
     n_boot: Annotated[
@@ -278,7 +267,7 @@ def agree(
             hint="check that the files' trace_id values match",
         )
     _add_homogeneity(report, runs, judges, people, groups if by == By.checkpoint else {})
-    if output == ReportFormat.json:
+    if output == TableFormat.json:
         typer.echo(report.to_json())
     else:
         _print_report(out_console, report)
@@ -407,12 +396,10 @@ HalfwidthOpt = Annotated[
 
 
 @handles_errors
+@reads_traces
 def sample(
     traces: TracesArg,
-    labels: Annotated[
-        Path,
-        typer.Option("--labels", metavar="RUN_DIR", help="Label run directory (or labels.jsonl)."),
-    ],
+    labels: LabelRunOpt,
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="PATH", help="Annotation task file to write.")
     ],
@@ -434,10 +421,7 @@ def sample(
         typer.Option("--format", help="jsonl, csv or labelstudio; default: from --out's suffix."),
     ] = None,
     taxonomy: RunTaxonomyOpt = None,
-    input_format: InputFormatOpt = None,
-    regrade: RegradeOpt = False,
-    skip_invalid: SkipInvalidOpt = False,
-    no_cache: NoCacheOpt = False,
+    reading: Reading = READING,
     labels_from_other_input: LabelSubsetOpt = False,
     judge_id: JudgeIdOpt = None,
     plan_file: PlanOpt = None,
@@ -450,37 +434,19 @@ def sample(
     fmt = output or {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
         out.suffix.lower(), TaskFormat.jsonl
     )
-    labels = label_run(labels, "--labels")
+    source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input).checked()
     check_output_file(out, "--out")
-    from misstep.cli._load import load_run
-
-    run = load_run(
-        traces,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        no_cache=no_cache,
-    )
     from misstep.agreement import stratified_sample, write_task
-    from misstep.cli._labelled import load_labelled
+    from misstep.cli._load import load_input
     from misstep.rollouts import read_traces
 
-    labelled = load_labelled(
-        labels,
-        run,
-        judge_id=judge_id,
-        human=human,
-        taxonomy=taxonomy,
-        allow_other_input=labels_from_other_input,
-        seed=seed,
-        full=True,
-    )
+    _, labelled = load_input(traces, reading, source, seed=seed, full=True)
     stored = labelled.records
     take, exclude = _planned(labelled, plan_file, halfwidth)
     if take is not None:
         fields = ["checkpoint"]
     rows = stratified_sample(
-        read_traces(traces, input_format=input_format.value if input_format else None),
+        read_traces(traces, input_format=reading.format_name),
         stored,
         n=n,
         stratify=fields,
@@ -492,7 +458,7 @@ def sample(
     )
     if not rows:
         raise AnalysisError(
-            f"no trace of {traces} has an ok label in {labels}: nothing to sample",
+            f"no trace of {traces} has an ok label in {source.labels}: nothing to sample",
             hint="run `misstep label` first, on the same traces file",
         )
     with writing(out):
@@ -545,12 +511,10 @@ def _planned(
 
 
 @handles_errors
+@reads_traces
 def plan(
     traces: TracesArg,
-    labels: Annotated[
-        Path,
-        typer.Option("--labels", metavar="RUN_DIR", help="Label run directory (or labels.jsonl)."),
-    ],
+    labels: LabelRunOpt,
     halfwidth: Annotated[
         float,
         typer.Option(
@@ -561,44 +525,23 @@ def plan(
         ),
     ],
     human: HumanOpt = None,
-    output: Annotated[PlanFormat, typer.Option("--format", help="table or json.")] = (
-        PlanFormat.table
+    output: Annotated[TableFormat, typer.Option("--format", help="table or json.")] = (
+        TableFormat.table
     ),
     taxonomy: RunTaxonomyOpt = None,
-    input_format: InputFormatOpt = None,
-    regrade: RegradeOpt = False,
-    skip_invalid: SkipInvalidOpt = False,
-    no_cache: NoCacheOpt = False,
+    reading: Reading = READING,
     labels_from_other_input: LabelSubsetOpt = False,
     judge_id: JudgeIdOpt = None,
     seed: SeedOpt = 0,
 ) -> None:
     """How many traces people must label per checkpoint for a given interval half-width."""
-    labels = label_run(labels, "--labels")
-    for path in human or []:
-        check_input(path, "--human")
     from misstep.agreement import plan_labels
-    from misstep.cli._labelled import load_labelled
-    from misstep.cli._load import load_run
+    from misstep.cli._load import load_input
 
-    run = load_run(
-        traces,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        no_cache=no_cache,
-    )
-    labelled = load_labelled(
-        labels,
-        run,
-        judge_id=judge_id,
-        human=human,
-        taxonomy=taxonomy,
-        allow_other_input=labels_from_other_input,
-        seed=seed,
-    )
+    source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input)
+    _, labelled = load_input(traces, reading, source, seed=seed)
     result = plan_labels(labelled, halfwidth)
-    if output is PlanFormat.json:
+    if output is TableFormat.json:
         typer.echo(result.model_dump_json(indent=2))
         return
     from rich.table import Table

@@ -25,6 +25,7 @@ from misstep.cli._options import (
     InputFormatOpt,
     MaxTokensOpt,
     NoCacheOpt,
+    Reading,
     ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
@@ -32,7 +33,6 @@ from misstep.cli._options import (
     TemperatureOpt,
     TracesArg,
     check_input,
-    input_format_value,
 )
 
 
@@ -82,10 +82,8 @@ def export_requests(
     options = RunOptions(
         include_correct=include_correct,
         limit=limit,
-        input_format=input_format_value(input_format),
-        regrade=regrade,
-        cache=not no_cache,
         add_judge=add_judge,
+        **Reading(input_format, regrade, no_cache=no_cache).run_fields(),
     )
     config = judge_config("batch", taxonomy, asking, Serving(model=model))
     summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)

@@ -11,20 +11,19 @@ import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console
 from misstep.cli._load import load_run
-from misstep.cli._options import InputFormatOpt, NoCacheOpt, RegradeOpt, SeedOpt, SkipInvalidOpt
+from misstep.cli._options import (
+    READING,
+    Reading,
+    SeedOpt,
+    TextFormat,
+    reads_traces,
+)
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["register"]
-
-
-class CompareFormat(StrEnum):
-    """Output of ``misstep compare``."""
-
-    text = "text"
-    json = "json"
 
 
 class CompareMetric(StrEnum):
@@ -61,6 +60,7 @@ def _value(value: float | None) -> str:
 
 
 @handles_errors
+@reads_traces
 def compare(
     run_a: Annotated[Path, typer.Argument(metavar="RUN_A", help="The first evaluation.")],
     run_b: Annotated[Path, typer.Argument(metavar="RUN_B", help="The second evaluation.")],
@@ -77,35 +77,23 @@ def compare(
         typer.Option("--checkpoint-b", metavar="NAME", help="RUN_B's checkpoint, if several."),
     ] = None,
     output: Annotated[
-        CompareFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
-    ] = CompareFormat.text,
+        TextFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
+    ] = TextFormat.text,
     n_perm: Annotated[
         int, typer.Option("--n-perm", metavar="INT", min=100, help="Permutations for p.")
     ] = 2000,
-    input_format: InputFormatOpt = None,
-    regrade: RegradeOpt = False,
-    skip_invalid: SkipInvalidOpt = False,
-    no_cache: NoCacheOpt = False,
+    reading: Reading = READING,
     seed: SeedOpt = 0,
 ) -> None:
     """Two evaluations on their shared problems: the paired difference with an interval and
     a permutation p-value, the problems that flipped, and what else differs."""
-    runs = [
-        load_run(
-            path,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            no_cache=no_cache,
-        ).table
-        for path in (run_a, run_b)
-    ]
+    runs = [load_run(path, reading).table for path in (run_a, run_b)]
     from misstep.metrics import compare_runs
 
     a = _one_checkpoint(runs[0], checkpoint_a, "--checkpoint-a", run_a)
     b = _one_checkpoint(runs[1], checkpoint_b, "--checkpoint-b", run_b)
     result = compare_runs(a, b, metric=metric.value, n_perm=n_perm, seed=seed)
-    if output is CompareFormat.json:
+    if output is TextFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
     ci = result.delta_ci

@@ -38,6 +38,7 @@ from misstep.cli._options import (
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    Reading,
     ReasoningEffortOpt,
     RegradeOpt,
     SeedOpt,
@@ -45,7 +46,6 @@ from misstep.cli._options import (
     TemperatureOpt,
     TracesArg,
     check_input,
-    input_format_value,
 )
 from misstep.errors import OptionError
 
@@ -223,11 +223,8 @@ def label(
         limit=limit,
         per_checkpoint=per_checkpoint,
         pilot=pilot,
-        input_format=input_format_value(input_format),
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        cache=not no_cache,
         add_judge=add_judge,
+        **Reading(input_format, regrade, skip_invalid, no_cache).run_fields(),
     )
     config = judge_config(judge, taxonomy, asking, serving)
     tax = load_taxonomy(taxonomy)

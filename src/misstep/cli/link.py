@@ -3,36 +3,34 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
-from misstep.cli._load import load_run
+from misstep.cli._load import load_input
 from misstep.cli._options import (
+    READING,
     EstimatorOpt,
     GroupBy,
     HumanOpt,
-    InputFormatOpt,
     JudgeIdOpt,
     KOpt,
     LabelsOpt,
+    LabelSource,
     LabelSubsetOpt,
-    NoCacheOpt,
-    RegradeOpt,
+    Reading,
     RunTaxonomyOpt,
     SeedOpt,
     SimultaneousOpt,
-    SkipInvalidOpt,
+    TextFormat,
     TracesArg,
     check_input,
     check_output_file,
-    label_run,
     parse_ks,
+    reads_traces,
 )
-from misstep.errors import OptionError
 
 if TYPE_CHECKING:
     from misstep.link import LinkResult
@@ -46,48 +44,29 @@ TrainOpt = Annotated[
 ]
 
 
-class LinkFormat(StrEnum):
-    """Output of ``misstep link``."""
-
-    text = "text"
-    json = "json"
-
-
 def _analyse(
     traces: Path,
+    reading: Reading,
+    source: LabelSource,
     *,
-    labels: Path,
-    human: list[Path] | None,
     train_metrics: Path | None,
     k: str | None,
-    input_format: InputFormatOpt,
-    regrade: bool,
-    skip_invalid: bool,
-    no_cache: bool,
-    labels_from_other_input: bool,
     seed: int,
-    by: GroupBy | None = None,
-    judge_id: str | None = None,
-    taxonomy: Path | None = None,
-    estimator: str = "ppi",
-    simultaneous: bool = False,
+    by: GroupBy | None,
+    estimator: str,
+    simultaneous: bool,
 ) -> RunAnalysis:
-    from misstep.agreement import ESTIMATORS
-
-    if estimator not in ESTIMATORS:
-        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
     ks = parse_ks(k)  # None: what the samples allow (metrics.default_ks)
-    labels = label_run(labels, "--labels")
-    for path in human or []:
-        check_input(path, "--human")
     if train_metrics is not None:
         check_input(train_metrics, "--train-metrics")
-    run = load_run(
+    run, labelled = load_input(
         traces,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        no_cache=no_cache,
+        reading,
+        source,
+        seed=seed,
+        full=True,
+        estimator=estimator,
+        simultaneous=simultaneous,
     )
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -110,23 +89,21 @@ def _analyse(
 
         return analyse_run(
             run,
-            labels,
-            human=human or [],
+            labelled,
             train_metrics=train_metrics,
             ks=ks,
             seed=seed,
-            labels_from_other_input=labels_from_other_input,
-            judge_id=judge_id,
-            taxonomy=taxonomy,
             by=by.value if by is not None else None,
             on_stage=on_stage,
-            estimator=estimator,  # type: ignore[arg-type]  # checked against ESTIMATORS above
-            simultaneous=simultaneous,
         )
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _pct_ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
 
 
 def _print_text(r: LinkResult) -> None:
@@ -146,7 +123,10 @@ def _print_text(r: LinkResult) -> None:
         out.print(f"  note: {n}", markup=False)
     source = {c.error_dist_source for c in r.checkpoints if c.error_dist is not None}
     which = "corrected for the judge's confusion" if source == {"corrected"} else "the judge's"
-    t = Table(title=f"per checkpoint (error types: share of labelled wrong traces, {which})")
+    t = Table(
+        title=f"per checkpoint (error types: share of labelled wrong traces, {which}; "
+        "95% interval in brackets)"
+    )
     keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
     columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)"]
     columns += ["shares by (human labels)", *r.types]
@@ -173,7 +153,7 @@ def _print_text(r: LinkResult) -> None:
                 if dist is None
                 else "n/i"
                 if dist.get(ty, 0.0) is None
-                else _pct(dist.get(ty))
+                else _pct(dist.get(ty)) + _pct_ci(c.error_dist_ci.get(ty))
                 for ty in r.types
             ],
         )
@@ -244,19 +224,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command("link")
     @handles_errors
+    @reads_traces
     def link_cmd(
         traces: TracesArg,
         labels: LabelsOpt,
         human: HumanOpt = None,
         train_metrics: TrainOpt = None,
         fmt: Annotated[
-            LinkFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
-        ] = LinkFormat.text,
+            TextFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
+        ] = TextFormat.text,
         k: KOpt = None,
-        input_format: InputFormatOpt = None,
-        regrade: RegradeOpt = False,
-        skip_invalid: SkipInvalidOpt = False,
-        no_cache: NoCacheOpt = False,
+        reading: Reading = READING,
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
@@ -275,24 +253,17 @@ def register(app: typer.Typer) -> None:
         """Which error types moved where majority voting stopped paying off."""
         analysis = _analyse(
             traces,
-            labels=labels,
-            human=human,
+            reading,
+            LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input),
             train_metrics=train_metrics,
             k=k,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            no_cache=no_cache,
-            labels_from_other_input=labels_from_other_input,
-            judge_id=judge_id,
-            taxonomy=taxonomy,
             seed=seed,
             by=by,
             estimator=estimator,
             simultaneous=simultaneous,
         )
         result = analysis.result
-        if fmt is LinkFormat.json:
+        if fmt is TextFormat.json:
             data_out = result.to_json()
             if analysis.by_dataset:
                 data_out["by_dataset"] = {d: r.to_json() for d, r in analysis.by_dataset.items()}
@@ -305,6 +276,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     @handles_errors
+    @reads_traces
     def report_cmd(
         traces: TracesArg,
         labels: LabelsOpt,
@@ -312,10 +284,7 @@ def register(app: typer.Typer) -> None:
         human: HumanOpt = None,
         train_metrics: TrainOpt = None,
         k: KOpt = None,
-        input_format: InputFormatOpt = None,
-        regrade: RegradeOpt = False,
-        skip_invalid: SkipInvalidOpt = False,
-        no_cache: NoCacheOpt = False,
+        reading: Reading = READING,
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
@@ -335,17 +304,10 @@ def register(app: typer.Typer) -> None:
         check_output_file(out, "--out")
         analysis = _analyse(
             traces,
-            labels=labels,
-            human=human,
+            reading,
+            LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input),
             train_metrics=train_metrics,
             k=k,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            no_cache=no_cache,
-            labels_from_other_input=labels_from_other_input,
-            judge_id=judge_id,
-            taxonomy=taxonomy,
             seed=seed,
             by=by,
             estimator=estimator,
@@ -353,8 +315,7 @@ def register(app: typer.Typer) -> None:
         )
         from misstep.pipelines import write_run_report
 
-        fmt = input_format.value if input_format is not None else None
         with writing(out):
-            paths = write_run_report(out, analysis, traces, input_format=fmt)
+            paths = write_run_report(out, analysis, traces, input_format=reading.format_name)
         for path in paths:
             err_console.print(f"wrote {quote(path)}")

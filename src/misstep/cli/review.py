@@ -9,23 +9,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from misstep.cli._errors import err_console, handles_errors
-from misstep.cli._load import load_run
+from misstep.cli._load import load_input
 from misstep.cli._options import (
+    READING,
     HumanOpt,
-    InputFormatOpt,
     JudgeIdOpt,
     LabelsOpt,
+    LabelSource,
     LabelSubsetOpt,
-    NoCacheOpt,
-    RegradeOpt,
+    Reading,
     RunTaxonomyOpt,
     SeedOpt,
-    SkipInvalidOpt,
     TracesArg,
     check_input,
-    input_format_value,
-    label_run,
     parse_strata,
+    reads_traces,
 )
 from misstep.errors import OptionError
 
@@ -108,6 +106,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("review")
     @handles_errors
+    @reads_traces
     def review_cmd(
         traces: TracesArg,
         labels: LabelsOpt,
@@ -123,10 +122,7 @@ def register(app: typer.Typer) -> None:
         with_judge: WithJudgeOpt = False,
         hide_names: HideNamesOpt = False,
         taxonomy: RunTaxonomyOpt = None,
-        input_format: InputFormatOpt = None,
-        regrade: RegradeOpt = False,
-        skip_invalid: SkipInvalidOpt = False,
-        no_cache: NoCacheOpt = False,
+        reading: Reading = READING,
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
         seed: SeedOpt = 0,
@@ -138,9 +134,11 @@ def register(app: typer.Typer) -> None:
         the token as `Authorization: Bearer TOKEN`. Stop with Ctrl-C."""
         from misstep.review import check_annotator
 
-        labels = label_run(labels, "--labels")
-        for path in [*(human or []), *([task] if task else [])]:
-            check_input(path, "--human" if path != task else "--task")
+        source = LabelSource.of(
+            labels, judge_id, human, taxonomy, labels_from_other_input
+        ).checked()
+        if task is not None:
+            check_input(task, "--task")
         if annotator is not None:
             check_annotator(annotator, "--annotator")
         if (with_judge or hide_names) and not adjudicate:
@@ -148,29 +146,12 @@ def register(app: typer.Typer) -> None:
                 option="--with-judge/--hide-names", value="given", allowed="with --adjudicate"
             )
         fields = parse_strata(stratify)
-        run = load_run(
-            traces,
-            input_format=input_format,
-            regrade=regrade,
-            skip_invalid=skip_invalid,
-            no_cache=no_cache,
-        )
-        from misstep.cli._labelled import load_labelled
-
-        labelled = load_labelled(
-            labels,
-            run,
-            judge_id=judge_id,
-            human=human,
-            taxonomy=taxonomy,
-            allow_other_input=labels_from_other_input,
-            seed=seed,
-        )
+        run, labelled = load_input(traces, reading, source, seed=seed)
         data = _load_data(
             traces,
             run,
             labelled,
-            input_format=input_format_value(input_format),
+            input_format=reading.format_name,
             judge_id=judge_id,
             blind=blind,
             queue_n=queue_n,

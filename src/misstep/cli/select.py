@@ -4,7 +4,6 @@ table that ``voting --selections`` shows too."""
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -24,25 +23,19 @@ from misstep.cli._options import (
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    Reading,
     RegradeOpt,
     SeedOpt,
+    TableFormat,
     TaxonomyOpt,
     TemperatureOpt,
     TracesArg,
     check_input,
-    input_format_value,
 )
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-class SelectFormat(StrEnum):
-    """Output of ``misstep select``."""
-
-    table = "table"
-    json = "json"
 
 
 def selection_rich_table(frame: pd.DataFrame) -> object:
@@ -119,8 +112,8 @@ def select(
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     output: Annotated[
-        SelectFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
-    ] = SelectFormat.table,
+        TableFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
+    ] = TableFormat.table,
 ) -> None:
     """Ask the judge model to pick the right answer among each majority-vote failure's
     distinct answers: was the right answer there but outvoted, and can selection find it?"""
@@ -136,25 +129,26 @@ def select(
     asking = Asking(temperature=temperature, max_tokens=max_tokens, seed=seed)
     # The selection's taxonomy is not the labels': the config names none (as before).
     config = judge_config("openai", None, asking, serving)
-    fmt = input_format_value(input_format)
+    reading = Reading(input_format, regrade, no_cache=no_cache)
     summary = run_selection(
         traces,
         out,
         config,
         taxonomy=load_taxonomy(taxonomy),
         max_candidates=max_candidates,
-        input_format=fmt,
-        regrade=regrade,
-        cache=not no_cache,
+        input_format=reading.format_name,
+        regrade=reading.regrade,
+        cache=reading.cache,
     )
     err_console.print(
         f"{summary.failures} majority-vote failure(s); {summary.written} selected now, "
         f"{summary.resumed} already selected by {summary.judge}"
     )
-    frame = selection_table(
-        load_graded(traces, input_format=fmt, regrade=regrade, cache=not no_cache).table, out
+    graded = load_graded(
+        traces, input_format=reading.format_name, regrade=regrade, cache=reading.cache
     )
-    if output is SelectFormat.json:
+    frame = selection_table(graded.table, out)
+    if output is TableFormat.json:
         typer.echo(json.dumps(selection_json(frame), indent=2))
         return
     out_console.print(selection_rich_table(frame))

@@ -15,27 +15,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
-from misstep.cli._load import load_run
+from misstep.cli._load import load_input, load_run
 from misstep.cli._options import (
+    READING,
     ByOpt,
     EstimatorOpt,
     GroupBy,
     HumanOpt,
-    InputFormatOpt,
     JudgeIdOpt,
     KOpt,
+    LabelSource,
     LabelSubsetOpt,
-    NoCacheOpt,
-    RegradeOpt,
+    Reading,
     RunTaxonomyOpt,
     SeedOpt,
     SimultaneousOpt,
-    SkipInvalidOpt,
+    TableFormat,
     TracesArg,
-    check_input,
     check_output_file,
-    label_run,
     parse_ks,
+    reads_traces,
 )
 from misstep.errors import OptionError
 
@@ -54,13 +53,6 @@ class SummaryFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
-
-
-class CoverageFormat(StrEnum):
-    """Output of ``misstep coverage``."""
-
-    table = "table"
-    json = "json"
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -176,10 +168,7 @@ def summary(
     output: Annotated[
         SummaryFormat, typer.Option("--format", help="table, json or csv (data alone on stdout).")
     ] = SummaryFormat.table,
-    input_format: InputFormatOpt = None,
-    regrade: RegradeOpt = False,
-    skip_invalid: SkipInvalidOpt = False,
-    no_cache: NoCacheOpt = False,
+    reading: Reading = READING,
     seed: SeedOpt = 0,
     labels: Annotated[
         Path | None,
@@ -210,17 +199,13 @@ def summary(
         raise OptionError(option="--human/--plot", value="given", allowed="only with --labels")
     if plot is not None:
         check_output_file(plot, "--plot")
-    if labels is not None:
-        labels = label_run(labels, "--labels")
-    for path in human or []:
-        check_input(path, "--human")
-    run = load_run(
-        traces,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        no_cache=no_cache,
-    )
+    if labels is None:
+        run, labelled = load_run(traces, reading), None
+    else:
+        source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input)
+        run, labelled = load_input(
+            traces, reading, source, seed=seed, estimator=estimator, simultaneous=simultaneous
+        )
     from misstep.metrics import (
         check_ks,
         default_ks,
@@ -242,21 +227,9 @@ def summary(
         err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     records: list[dict[str, Any]] = [row.to_json() for row in rows]
     error_table = None
-    if labels is not None:
+    if labelled is not None:
         from misstep.agreement import add_error_distributions, plot_confusion
-        from misstep.cli._labelled import load_labelled
 
-        labelled = load_labelled(
-            labels,
-            run,
-            judge_id=judge_id,
-            human=human,
-            taxonomy=taxonomy,
-            allow_other_input=labels_from_other_input,
-            seed=seed,
-            estimator=estimator,
-            simultaneous=simultaneous,
-        )
         dists = labelled.distributions(
             pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0
         )
@@ -299,10 +272,10 @@ def _error_table(
     from rich.table import Table
 
     title = (
-        "error types of wrong traces: judge's share → corrected share [95% CI] (shares)"
+        "error types of wrong traces: judge's share [95% CI] → corrected share [95% CI] (shares)"
         if corrected
-        else "error types of wrong traces as the judge gives them (shares; uncorrected: no "
-        "people's labels)"
+        else "error types of wrong traces as the judge gives them [95% CI] (shares; uncorrected: "
+        "no people's labels)"
     )
     table = Table(title=title, title_justify="left")
     table.add_column("checkpoint")
@@ -321,7 +294,8 @@ def _error_table(
                 cells.append("no labels")
                 continue
             raw = d.error_dist.get(key)
-            cell = "-" if raw is None else f"{raw:.2f}"
+            raw_ci = (d.error_dist_raw_ci or {}).get(key)
+            cell = "-" if raw is None else f"{raw:.2f}{_ci(raw_ci)}"
             if d.error_dist_corrected is not None and d.error_dist_ci is not None:
                 value = d.error_dist_corrected.get(key)
                 ci = d.error_dist_ci.get(key)
@@ -445,26 +419,17 @@ def _coverage_tables(result: Coverage) -> tuple[Table, Table]:
 def coverage_command(
     traces: TracesArg,
     output: Annotated[
-        CoverageFormat, typer.Option("--format", help="table or json (data alone on stdout).")
-    ] = CoverageFormat.table,
-    input_format: InputFormatOpt = None,
-    regrade: RegradeOpt = False,
-    skip_invalid: SkipInvalidOpt = False,
-    no_cache: NoCacheOpt = False,
+        TableFormat, typer.Option("--format", help="table or json (data alone on stdout).")
+    ] = TableFormat.table,
+    reading: Reading = READING,
 ) -> None:
     """Which problems each checkpoint solves: Jaccard overlap, retention, acquisition,
     forgetting, and union coverage (also at one checkpoint's sample budget)."""
-    run = load_run(
-        traces,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        no_cache=no_cache,
-    )
+    run = load_run(traces, reading)
     from misstep.metrics import coverage
 
     result = coverage(run.table)
-    if output is CoverageFormat.json:
+    if output is TableFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
     moves, jaccard = _coverage_tables(result)
@@ -479,5 +444,5 @@ def coverage_command(
 
 def register(app: typer.Typer) -> None:
     """Add this group's commands to the app."""
-    app.command("summary")(handles_errors(summary))
-    app.command("coverage")(handles_errors(coverage_command))
+    app.command("summary")(handles_errors(reads_traces(summary)))
+    app.command("coverage")(handles_errors(reads_traces(coverage_command)))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,17 +11,15 @@ import typer
 from misstep.cli._errors import data, err_console, handles_errors, out_console
 from misstep.cli._load import load_run
 from misstep.cli._options import (
+    READING,
     ByOpt,
     GroupBy,
-    InputFormat,
-    InputFormatOpt,
-    NoCacheOpt,
-    RegradeOpt,
+    Reading,
     SeedOpt,
-    SkipInvalidOpt,
+    TableFormat,
     TracesArg,
     check_input,
-    input_format_value,
+    reads_traces,
 )
 from misstep.errors import OptionError
 
@@ -33,13 +30,6 @@ if TYPE_CHECKING:
     from misstep.metrics import VotingRow
 
 __all__ = ["register"]
-
-
-class VotingFormat(StrEnum):
-    """Output of ``misstep voting``."""
-
-    table = "table"
-    json = "json"
 
 
 def _ints(text: str, option: str) -> list[int]:
@@ -68,7 +58,7 @@ def _early(text: str) -> list[tuple[int, int]]:
 
 
 def _field_values(
-    traces: Path, input_format: InputFormat | None, table: pd.DataFrame, field: str
+    traces: Path, input_format: str | None, table: pd.DataFrame, field: str
 ) -> pd.Series:
     """The numeric input field ``field`` of every graded trace (NaN where absent), read from
     the trace's own field or its passed-through extras."""
@@ -79,7 +69,7 @@ def _field_values(
     from misstep.rollouts import read_traces
 
     values: dict[str, float] = {}
-    for trace in read_traces(traces, input_format=input_format_value(input_format)):
+    for trace in read_traces(traces, input_format=input_format):
         raw = getattr(trace, field, None) if field in type(trace).model_fields else None
         raw = trace.extra.get(field, raw)
         try:
@@ -98,6 +88,7 @@ def _field_values(
 
 
 @handles_errors
+@reads_traces
 def voting(
     traces: TracesArg,
     k: Annotated[
@@ -130,12 +121,9 @@ def voting(
     ] = None,
     by: ByOpt = None,
     output: Annotated[
-        VotingFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
-    ] = VotingFormat.table,
-    input_format: InputFormatOpt = None,
-    regrade: RegradeOpt = False,
-    skip_invalid: SkipInvalidOpt = False,
-    no_cache: NoCacheOpt = False,
+        TableFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
+    ] = TableFormat.table,
+    reading: Reading = READING,
     seed: SeedOpt = 0,
     selections: Annotated[
         Path | None,
@@ -153,13 +141,7 @@ def voting(
     stops = _early(early_stop)
     if selections is not None:
         check_input(selections, "--selections")
-    run = load_run(
-        traces,
-        input_format=input_format,
-        regrade=regrade,
-        skip_invalid=skip_invalid,
-        no_cache=no_cache,
-    )
+    run = load_run(traces, reading)
     from misstep.metrics import check_ks, default_ks, fitting_samples, max_samples, voting_table
 
     if k is not None:
@@ -168,7 +150,7 @@ def voting(
         budget = default_ks(fitting_samples(run.table))[-1]
     weights = None
     if weight_field is not None:
-        weights = _field_values(traces, input_format, run.table, weight_field)
+        weights = _field_values(traces, reading.format_name, run.table, weight_field)
     rows = voting_table(
         run.table,
         budget,
@@ -184,7 +166,7 @@ def voting(
         from misstep.pipelines import selection_table
 
         chosen = selection_table(run.table, selections)
-    if output is VotingFormat.json:
+    if output is TableFormat.json:
         records = [row.to_json() for row in rows]
         if chosen is not None:
             from misstep.cli.select import selection_json

@@ -229,18 +229,22 @@ def parse_reply(
     try:
         label = label_type.model_validate_json(reply.text)
     except ValidationError as exc:
+        problem = _summarise(exc)
         return JudgeResult(
             status=LabelStatus.UNPARSEABLE,
             raw_reply=reply.text,
-            reason=_summarise(exc),
+            reason=problem,
+            problem=problem,
             reasoning=reasoning,
         )
     step = getattr(label, "first_error_step", None)
     if n_steps is not None and isinstance(step, int) and not 0 <= step < n_steps:
+        problem = f"first_error_step {step} is outside the {n_steps} steps shown"
         return JudgeResult(
             status=LabelStatus.UNPARSEABLE,
             raw_reply=reply.text,
-            reason=f"first_error_step {step} is outside the {n_steps} steps shown",
+            reason=problem,
+            problem=problem,
             reasoning=reasoning,
         )
     return JudgeResult(status=LabelStatus.OK, label=label, reasoning=reasoning)
@@ -408,7 +412,7 @@ async def run_exchange(
             return finish(first)
         kind, seed, temp = step
         if kind == "reask":
-            messages = reask_messages(messages, first.raw_reply or "", first.reason or "")
+            messages = reask_messages(messages, first.raw_reply or "", first.problem or "")
 
 
 class ModelSettings(TypedDict, total=False):

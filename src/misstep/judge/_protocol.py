@@ -71,6 +71,9 @@ class JudgeResult:
     latency_ms: float = 0.0
     raw_reply: str | None = None
     reason: str | None = None
+    problem: str | None = None
+    """Of an ``unparseable`` reply: what was wrong with it, alone (``reason`` may add the
+    attempts made); a re-ask names it."""
     tries: list[Try] | None = None
     """The attempts made for this request (``run_exchange``, or the rounds of files and Ray)."""
     usage: dict[str, int] | None = None

@@ -330,9 +330,11 @@ def next_attempt(
     raw = problem = None
     if kind == "reask":
         raw = str(previous.get("raw_reply") or "")
-        # The stored reason of a re-asked reply ends with the attempts made; the re-ask names
-        # the problem alone.
-        problem = str(previous.get("reason") or "").split(" (after ", 1)[0]
+        problem = previous.get("problem")
+        if problem is None:
+            # A version-1 record stored no problem: its reason is the problem, with the
+            # attempts made appended when the exchange gave up.
+            problem = str(previous.get("reason") or "").split(" (after ", 1)[0]
     return Attempt(kind, seed, temperature, tuple(before), raw, problem)
 
 

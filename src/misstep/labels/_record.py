@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["LABEL_RECORD_VERSION", "LabelStatus", "StoredLabel"]
 
-LABEL_RECORD_VERSION = 1
+LABEL_RECORD_VERSION = 2
+"""2: ``problem`` stored apart from ``reason`` (a version-1 record has none; its readers take
+the problem from the reason)."""
 
 
 class LabelStatus(StrEnum):
@@ -62,6 +64,9 @@ class StoredLabel(BaseModel):
     """Why the trace was skipped or failed (e.g. the outcome ``truncated``)."""
     raw_reply: str | None = None
     """The reply as received, kept for ``unparseable`` and ``truncated`` records."""
+    problem: str | None = None
+    """Of an ``unparseable`` record: what was wrong with the reply, alone (``reason`` may add
+    the attempts made); a later round's re-ask names it. None in version-1 records."""
     trace_cut: bool = False
     """The trace was shortened to fit ``--max-trace-tokens`` before judging."""
     samples: int = 1

@@ -40,6 +40,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypedDict
 
+import orjson
 import pandas as pd
 from pydantic import BaseModel
 
@@ -50,6 +51,7 @@ from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import RunManifest, add_to_history, read_manifest, write_manifest
 from misstep.labels._record import LabelStatus, StoredLabel
 from misstep.labels._store import LabelStore, iter_label_lines, labels_path
+from misstep.labels._tail import repair_tail
 from misstep.rollouts import (
     GradedRun,
     Outcome,
@@ -63,9 +65,11 @@ from misstep.rollouts import (
 __all__ = [
     "NOT_SAMPLED",
     "REJECTS_FILE",
+    "SELECTIONS_FILE",
     "Action",
     "Current",
     "LabelRun",
+    "RecordFile",
     "RunFields",
     "RunOptions",
     "Todo",
@@ -74,6 +78,8 @@ __all__ = [
 ]
 
 REJECTS_FILE = "rejects.jsonl"
+SELECTIONS_FILE = "selections.jsonl"
+"""``misstep select``'s records, one per majority-vote failure (``LabelRun.selections``)."""
 NOT_SAMPLED = "not sampled"
 """Reason of the skipped record of a trace left out of the label budget."""
 RETRYABLE = ("truncated", "unparseable")
@@ -126,6 +132,8 @@ class JudgedReply(Protocol):
     def reason(self) -> str | None: ...
     @property
     def raw_reply(self) -> str | None: ...
+    @property
+    def problem(self) -> str | None: ...
     @property
     def usage(self) -> Mapping[str, int] | None: ...
     @property
@@ -213,6 +221,7 @@ def record_of(
         latency_ms=round(latency_ms, 3),
         reason=chosen.reason,
         raw_reply=chosen.raw_reply if chosen.status is not LabelStatus.OK else None,
+        problem=chosen.problem if chosen.status is LabelStatus.UNPARSEABLE else None,
         trace_cut=trace_cut,
         samples=samples,
         sample_agreement=(agree / len(results)) if len(results) > 1 else None,
@@ -279,6 +288,24 @@ class _CountOnly(RejectSink):
         self.count += 1
 
 
+class RecordFile:
+    """An append-only record file of a run directory, open for appending under the
+    directory's lock (``LabelRun.selections``)."""
+
+    def __init__(self, fh: Any, path: Path) -> None:
+        self._fh = fh
+        self.path = path
+        """The file."""
+        self.written = 0
+        """Records appended through this object."""
+
+    def append(self, record: BaseModel) -> None:
+        """One record as one JSON line, flushed at once (a kill loses no acknowledged one)."""
+        self._fh.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        self._fh.flush()
+        self.written += 1
+
+
 @dataclass(eq=False)
 class LabelRun:
     """An open run directory (see the module docstring); made by :meth:`open` only."""
@@ -313,6 +340,22 @@ class LabelRun:
             f"{existing.input_sha256[:12]}), not of {traces_path} (sha256 {digest[:12]})",
             hint="label these traces into a new run directory (--out NEW_RUN_DIR)",
         )
+
+    @staticmethod
+    @contextlib.contextmanager
+    def selections(run_dir: Path, manifest: RunManifest) -> Iterator[RecordFile]:
+        """``RUN_DIR/selections.jsonl`` open for appending, as :meth:`open` opens
+        ``labels.jsonl``: under ``RUN_DIR/.lock`` (one writer at a time), a last line cut by a
+        kill repaired first, ``manifest`` recorded with the directory's earlier ones kept in its
+        history, each record flushed as it is appended and the file synced when the block
+        ends. Read what is there inside the block (the lock is held)."""
+        with run_dir_lock(run_dir):
+            path = run_dir / SELECTIONS_FILE
+            repair_tail(path)
+            write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
+            with open(path, "ab") as fh:
+                yield RecordFile(fh, path)
+                os.fsync(fh.fileno())
 
     @classmethod
     @contextlib.contextmanager

@@ -60,7 +60,7 @@ class RunAnalysis:
 
 def analyse_run(
     traces_path: str | Path | GradedRun,
-    labels: str | Path,
+    labels: str | Path | LabelledRun,
     *,
     human: Sequence[str | Path] = (),
     train_metrics: str | Path | None = None,
@@ -83,7 +83,10 @@ def analyse_run(
     labels.jsonl, which must belong to that input unless ``labels_from_other_input``), read
     with its taxonomy and people's labels by ``misstep.agreement.load_labelled_run``, linked:
     error types against vote failures. ``ks`` follow ``metrics.check_ks``; None: the
-    ``metrics.default_ks`` that the samples allow."""
+    ``metrics.default_ks`` that the samples allow. ``labels`` may be a ``LabelledRun`` already
+    loaded over ``traces_path`` with ``full=True`` (the CLI's, which said what it left out);
+    ``human``, ``judge_id``, ``taxonomy``, ``labels_from_other_input``, ``estimator`` and
+    ``simultaneous`` are then its own."""
     run = (
         traces_path
         if isinstance(traces_path, GradedRun)
@@ -97,17 +100,21 @@ def analyse_run(
     )
     graded = run.table
     ks = default_ks(fitting_samples(graded)) if ks is None else check_ks(ks, max_samples(graded))
-    labelled = load_labelled_run(
-        labels,
-        run,
-        judge=judge_id,
-        human=human,
-        taxonomy=taxonomy,
-        allow_other_input=labels_from_other_input,
-        full=True,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+    labelled = (
+        labels
+        if isinstance(labels, LabelledRun)
+        else load_labelled_run(
+            labels,
+            run,
+            judge=judge_id,
+            human=human,
+            taxonomy=taxonomy,
+            allow_other_input=labels_from_other_input,
+            full=True,
+            seed=seed,
+            estimator=estimator,
+            simultaneous=simultaneous,
+        )
     )
     stored = labelled.records
     human_labels = labelled.human or None

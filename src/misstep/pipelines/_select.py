@@ -15,12 +15,13 @@ there (``failures``) from those where no sample was right (``no_correct_sample``
 selection can fix), and measures how often selection recovers the right answer among the
 failures (``recovered`` / ``failures``, with a Wilson interval).
 
-Records go to ``RUN_DIR/selections.jsonl`` as the replies arrive (one per failure, appended and
-flushed, resumable: a failure already selected ``ok`` by this judge is not asked again; a last
-line cut by a kill is repaired on the next run), the run's manifest beside them. Writers follow
-``misstep label``'s rules: when the judge's servers stop answering (``STOP_AFTER_SERVER_DOWN``
-requests in a row) the run stops with ``JudgeUnavailableError`` (exit 3) naming the server,
-the records written so far kept.
+Records go to ``RUN_DIR/selections.jsonl`` through ``labels.LabelRun.selections`` (the one
+owner of a run directory's files: its lock, tail repair and manifest) as the replies arrive (one
+per failure, appended and flushed, resumable: a failure already selected ``ok`` by this judge is
+not asked again; a last line cut by a kill is repaired on the next run), the run's manifest
+beside them. Writers follow ``misstep label``'s rules: when the judge's servers stop answering
+(``STOP_AFTER_SERVER_DOWN`` requests in a row) the run stops with ``JudgeUnavailableError``
+(exit 3) naming the server, the records written so far kept.
 
 The request goes through the judge's one exchange (``misstep.judge._exchange``): the choice is
 bounded by the grammar to the candidates shown, the analysis to ``ANALYSIS_MAX_CHARS``.
@@ -31,27 +32,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
-import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, JudgeRequest, JudgeSpec, request_seed
-from misstep.labels import (
-    LabelRun,
-    LabelStatus,
-    add_to_history,
-    read_manifest,
-    repair_tail,
-    run_dir_lock,
-    write_manifest,
-)
+from misstep.labels import SELECTIONS_FILE, LabelRun, LabelStatus
 from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN
 from misstep.rollouts import Trace, load_graded, read_traces
 
@@ -66,7 +57,6 @@ __all__ = [
     "selection_table",
 ]
 
-SELECTIONS_FILE = "selections.jsonl"
 SELECTION_RECORD_VERSION = 1
 ANALYSIS_MAX_CHARS = 1500
 """Longest analysis the grammar allows (a small model that repeats itself stops here)."""
@@ -238,45 +228,35 @@ def run_selection(
     schema["additionalProperties"] = False
     schema["required"] = ["analysis", "choice"]
     judge = backend.for_label(Selection, schema, jid)
-    with run_dir_lock(run_dir):
-        path = run_dir / SELECTIONS_FILE
-        repair_tail(path)
+    manifest = JudgeSpec(config, taxonomy).manifest(
+        traces_path,
+        judge_id=backend.judge_id,
+        digest=digest,
+        options={"mode": "select", "max_candidates": max_candidates},
+        server_model=backend.server_model,
+        server=backend.server_info,
+    )
+    with LabelRun.selections(run_dir, manifest) as out:
         done = {
             (r.checkpoint, r.dataset, r.problem_id)
             for r in read_selections(run_dir)
             if r.status is LabelStatus.OK and r.judge == jid
         }
-        manifest = JudgeSpec(config, taxonomy).manifest(
-            traces_path,
-            judge_id=backend.judge_id,
-            digest=digest,
-            options={"mode": "select", "max_candidates": max_candidates},
-            server_model=backend.server_model,
-            server=backend.server_info,
-        )
-        write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
         todo = [key for key in keys if key not in done]
-        with open(path, "ab") as fh:
-
-            def write(record: SelectionRecord) -> None:
-                fh.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
-                fh.flush()
-
-            written = asyncio.run(
-                _select_all(
-                    judge,
-                    backend,
-                    todo,
-                    cands,
-                    texts,
-                    config,
-                    jid,
-                    max_candidate_chars,
-                    write,
-                    schema,
-                )
+        written = asyncio.run(
+            _select_all(
+                judge,
+                backend,
+                todo,
+                cands,
+                texts,
+                config,
+                jid,
+                max_candidate_chars,
+                out.append,
+                schema,
             )
-            os.fsync(fh.fileno())
+        )
     return SelectionSummary(
         run_dir=str(run_dir),
         judge=jid,

@@ -23,7 +23,7 @@ import numpy.typing as npt
 import orjson
 import pandas as pd
 
-from misstep.agreement import ErrorDistribution, LabelledRun, error_distributions
+from misstep.agreement import LabelledRun
 from misstep.errors import LabelStoreError, OptionError
 from misstep.labels import (
     ADJUDICATOR,
@@ -783,23 +783,16 @@ class ReviewData:
             if self._summary is not None:
                 return self._summary
         human = self.human_labels()
-        dists: list[ErrorDistribution] = error_distributions(
-            self.run.table,
-            self.label_rows,
-            list(self.taxonomy.keys),
-            human=human or None,
-            n_boot=self.labelled.n_boot,
-            seed=self.seed,
-            pool_datasets=True,
-            # While people label, one confusion over all their labels corrects from the first
-            # label on; ppi (summary's default) needs 10 per checkpoint. Each distribution
-            # says which estimator made it (``estimator``).
-            estimator="pooled",
-        )
+        # The one computation of error distributions, with the run's estimator (summary's
+        # default, ppi, unless the run was loaded with another): the shares this page shows are
+        # the ones summary, link and the report show for the same labels.
+        dists = self.labelled.with_human(human).distributions(pool_datasets=True)
         rank = {c: i for i, c in enumerate(self.checkpoints)}
-        dists.sort(key=lambda d: rank.get(d.checkpoint, 0))
         out = {
-            "distributions": [d.model_dump(mode="json") for d in dists],
+            "distributions": [
+                {**d.model_dump(mode="json"), "made_by": d.made_by}
+                for d in sorted(dists, key=lambda d: rank.get(d.checkpoint, 0))
+            ],
             "n_human": len(human),
         }
         with self._lock:

@@ -249,16 +249,17 @@
     for (const d of summary.distributions) {
       for (const k of Object.keys(d.error_dist || {})) if (!keys.includes(k)) keys.push(k);
     }
-    const corrected = summary.distributions.some((d) => d.error_dist_corrected);
     document.getElementById("dist-note").textContent =
-      (corrected ? "Shares corrected for the judge's confusion with people's labels" : "Shares as the judge gives them") +
-      ", with bootstrap 95% intervals in brackets (percent of wrong traces with an ok label).";
+      "Shares of wrong traces with an ok label (percent), 95% intervals in brackets; \"shares by\" says " +
+      "whether people's labels corrected them for the judge's confusion, as misstep summary does " +
+      "(estimator and human labels used), or they are the judge's own.";
     table.append(el("tr", {}, el("th", {}, "checkpoint"), el("th", {}, "wrong"), el("th", {}, "labelled"),
-      ...keys.map((k) => el("th", {}, k))));
+      el("th", {}, "shares by"), ...keys.map((k) => el("th", {}, k))));
     for (const d of summary.distributions) {
       const shares = d.error_dist_corrected || d.error_dist || {};
       const cis = d.error_dist_corrected ? d.error_dist_ci || {} : d.error_dist_raw_ci || {};
-      const row = el("tr", {}, el("td", {}, d.checkpoint), el("td", { class: "num" }, d.n_wrong), el("td", { class: "num" }, pct(d.labelled_share)));
+      const row = el("tr", {}, el("td", {}, d.checkpoint), el("td", { class: "num" }, d.n_wrong), el("td", { class: "num" }, pct(d.labelled_share)),
+        el("td", { title: d.note || "" }, d.made_by));
       for (const k of keys) {
         const link = el("a", { href: "/?" + query({ checkpoint: d.checkpoint, error_type: k, outcome: "wrong" }) }, pct(shares[k]));
         row.append(el("td", { class: "num" }, link, " ", el("span", { class: "ci" }, interval(cis[k]))));
