@@ -27,6 +27,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from misstep.agreement._bootstrap import percentile_ci, resample_counts
+from misstep.agreement._boundary import boundary_interval
 from misstep.errors import AnalysisError
 
 __all__ = [
@@ -180,6 +181,18 @@ def _cis(
     return {c: percentile_ci(boot[:, i], level) for i, c in enumerate(categories)}
 
 
+def _raw_cis(
+    q: Array, boot: Array, categories: Sequence[str], level: float, units: int
+) -> dict[str, tuple[float, float] | None]:
+    """Percentile intervals, except for a share seen in none or all of the labels: every
+    resample repeats it, so it gets the exact interval over ``units`` independent units."""
+    out = _cis(boot, categories, level)
+    for i, c in enumerate(categories):
+        if q[i] <= 0.0 or q[i] >= 1.0:
+            out[c] = boundary_interval(float(q[i]), units, level)
+    return out
+
+
 def identified_categories(
     human: Sequence[str],
     judge: Sequence[str],
@@ -319,7 +332,7 @@ def correct_distribution(
         n_judge=n,
         n_human=len(human_pairs),
         raw=dict(zip(cats, q.tolist(), strict=True)),
-        raw_ci=_cis(q_boot, cats, level),
+        raw_ci=_raw_cis(q, q_boot, cats, level, n if clusters is None else len(set(clusters))),
     )
     if not human_pairs:
         return result

@@ -34,6 +34,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+from misstep.agreement._boundary import boundary_interval
+
 __all__ = ["PPIEstimate", "ppi_shares", "simultaneous_z"]
 
 Array = npt.NDArray[np.float64]
@@ -69,15 +71,8 @@ class PPIEstimate:
         lo = self.estimate - crit * self.se
         hi = self.estimate + crit * self.se
         out = np.clip(np.stack([lo, hi], axis=1), 0.0, 1.0)
-        n = self.n_human
         for t in np.flatnonzero(self.se <= 1e-12):
-            alpha = 1.0 - level
-            if n == 0:
-                out[t] = (0.0, 1.0)
-            elif self.estimate[t] <= 0.5:
-                out[t] = (0.0, 1.0 - (alpha / 2) ** (1.0 / n))
-            else:
-                out[t] = ((alpha / 2) ** (1.0 / n), 1.0)
+            out[t] = boundary_interval(float(self.estimate[t]), self.n_human, level)
         return out
 
 
