@@ -711,6 +711,16 @@ class _Huge(Exception):
     """A parsed number is finite but beyond the float range."""
 
 
+_UNEVALUATED_NAMES = ("Sum", "Product", "Integral", "Limit", "Derivative")
+
+
+@functools.cache
+def _unevaluated() -> tuple[type, ...]:
+    import sympy
+
+    return tuple(getattr(sympy, name) for name in _UNEVALUATED_NAMES)
+
+
 def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     """The value of a parsed expression with free symbols set from their names, whether it
     is an equation (then the value is its last right-hand side, which math-verify compares
@@ -729,6 +739,11 @@ def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     if is_eq:
         expr = expr.rhs
     if not isinstance(expr, sympy.Expr):
+        return None, is_eq, False
+    if expr.has(*_unevaluated()):
+        # Series, integrals, limits and derivatives: ``doit`` tries to solve them (seconds,
+        # often the whole timeout, on a power series with symbols), so no value is sought;
+        # ``verify`` decides their pairs.
         return None, is_eq, False
     try:
         symbols = expr.free_symbols
