@@ -42,11 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from realcritic_case import realcritic_rows  # a sibling script: run from benchmarks/
 
 from misstep.rollouts import Trace, grade_traces, read_traces
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from realcritic_case import realcritic_rows  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 _POINTS_PER_MODEL = 0.2
