@@ -15,7 +15,8 @@ Every other distinct answer gets a *fingerprint* once per problem: its value at 
 (``_arithmetic``: arithmetic, roots, π, e, trigonometry, logarithms, single-letter variables,
 equations of such sides) get it without math-verify (``cheap_fingerprint``), with values at a
 negative and a complex point as well when they have variables; the others are parsed once by
-math-verify. Two answers whose fingerprints are far apart are not equal; a non-integer decimal
+math-verify (a series, integral, limit or derivative gets no value: ``verify`` decides its
+pairs). Two answers whose fingerprints are far apart are not equal; a non-integer decimal
 and a value within the tolerance are; two answers of misstep's grammar are equal when their
 values agree at all three points (``_points_verdict``); an answer that does not parse equals
 nothing. Only the rest reach ``verify``. Grouping answers
