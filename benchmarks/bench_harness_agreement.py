@@ -1,6 +1,7 @@
 """misstep's own extraction and grading against the grades of the harnesses that made real runs.
 
-Usage: python benchmarks/bench_harness_agreement.py [--tora FILE ...] [--data DIR]
+Usage: python benchmarks/bench_harness_agreement.py [--tora FILE ...] [--realcritic DIR]
+    [--data DIR]
 
 Every row's ``pred_answer`` and ``correct`` are dropped and misstep extracts and grades the
 response against its gold (``grade_traces(..., regrade=True)``); the result is compared, row by
@@ -15,13 +16,16 @@ Sets:
   JSONL rows with ``idx``, ``gt``, ``code`` (the responses), ``pred`` and, in newer versions,
   ``score``), for instance ToRA's public GSM8K outputs (microsoft/ToRA,
   ``src/outputs/llm-agents/<model>/gsm8k/test_tora_-1_seed0_t0.0_s0_e1319.jsonl``; not part of
-  this project: pass their paths). The model is the folder three levels up when the file is
+  this project: pass their paths). The model is the folder two levels up when the file is
   named ``test_*``, else the file's stem. The harness's grade is ``score`` when the rows carry
   it; ToRA's files do not, so it is recomputed from ``pred`` and ``gt`` by the harness's
   numeric rule (``_harness_numeric``, restated from its ``math_equal``); the rows where that
   rule does not apply are counted in ``harness_fallback`` and graded as the harness's symbolic
   path would grade a non-number against a number gold: wrong. The recomputed accuracies are
   printed so they can be checked against the harness's own ``.metrics`` files.
+- ``--realcritic DIR``: RealCritic's one-sample outputs of ten models over 8 benchmarks, graded
+  by the Qwen2.5-Math harness (``realcritic_case.py`` says where to find them); the harness's
+  grade is each row's ``previous_score``.
 - the shared real data (``--data``, default ``../shared/data``): Mr-Ben and MR-GSM8K (gold and
   ``correct`` per trace) and the Reasoning Gym run (the authors' ``correct``). ProcessBench has
   no gold answers and is skipped with that reason.
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from realcritic_case import realcritic_rows  # a sibling script: run from benchmarks/
 
 from misstep.rollouts import Trace, grade_traces, read_traces
 
@@ -71,7 +76,7 @@ def _harness_numeric(pred: str, gold: str) -> bool | None:
 
 
 def _tora_model(path: Path) -> str:
-    return path.parents[2].name if path.name.startswith("test_") else path.stem
+    return path.parents[1].name if path.name.startswith("test_") else path.stem
 
 
 def _tora_rows(path: Path) -> tuple[list[Trace], dict[str, bool], int]:
@@ -118,13 +123,29 @@ def _shared_rows(path: Path, by_model: bool) -> tuple[list[Trace], dict[str, boo
     return traces, truth
 
 
-def _example(row: Any, source: bool) -> dict[str, Any]:
+def _example(row: Any, source: bool, preds: dict[str, str] | None) -> dict[str, Any]:
     answer = row.answer if isinstance(row.answer, str) else None
-    return {"problem_id": row.problem_id, "source": source, "misstep_answer": answer,
-            "outcome": row.outcome}  # fmt: skip
+    out = {"problem_id": row.problem_id, "source": source, "misstep_answer": answer,
+           "outcome": row.outcome}  # fmt: skip
+    if preds is not None:
+        out["harness_answer"] = preds[row.trace_id]
+    return out
 
 
-def _compare(traces: list[Trace], truth: dict[str, bool]) -> dict[str, Any]:
+def _same_answer(row: Any, preds: dict[str, str]) -> bool:
+    """Whether misstep extracted what the harness did (spaces and ``\\left``/``\\right``
+    aside): then a disagreement is one of equivalence, not of extraction."""
+    answer = row.answer if isinstance(row.answer, str) else ""
+
+    def plain(text: str) -> str:
+        return "".join(text.replace("\\left", "").replace("\\right", "").split())
+
+    return plain(answer) == plain(preds[row.trace_id])
+
+
+def _compare(
+    traces: list[Trace], truth: dict[str, bool], preds: dict[str, str] | None = None
+) -> dict[str, Any]:
     graded = grade_traces(traces, regrade=True)
     pairs: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for row in graded.itertuples(index=False):
@@ -146,9 +167,11 @@ def _compare(traces: list[Trace], truth: dict[str, bool]) -> dict[str, Any]:
                 "points": round(100 * (mine - source) / n, 2),
                 "disagreements": len(differ),
                 "within_target": len(differ) <= max(1, 0.02 * n),
-                "examples": [_example(r, truth[r.trace_id]) for r in differ[:10]],
+                "examples": [_example(r, truth[r.trace_id], preds) for r in differ[:10]],
             }
         )
+        if preds is not None:  # disagreements on the answer the harness extracted too
+            out_pairs[-1]["same_answer"] = sum(_same_answer(r, preds) for r in differ)
         total = models[model]
         total[0] += n
         total[1] += source
@@ -169,7 +192,9 @@ def _compare(traces: list[Trace], truth: dict[str, bool]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tora", type=Path, nargs="*", default=[])
+    parser.add_argument("--realcritic", type=Path)
     parser.add_argument("--data", type=Path, default=SHARED_DATA)
+    parser.add_argument("--no-shared", action="store_true", help="skip the shared real data")
     args = parser.parse_args()
     sets: dict[str, Any] = {}
     if args.tora:
@@ -180,7 +205,9 @@ def main() -> None:
             truth |= g
             fallback += f
         sets["tora"] = _compare(traces, truth) | {"harness_fallback": fallback}
-    if (args.data / "mrben" / "traces.jsonl").exists():
+    if args.realcritic:
+        sets["realcritic"] = _compare(*realcritic_rows(args.realcritic))
+    if not args.no_shared and (args.data / "mrben" / "traces.jsonl").exists():
         traces, truth = _shared_rows(args.data / "mrben" / "traces.jsonl", by_model=True)
         sets["mrben"] = _compare(traces, truth)
         rg = args.data / "reasoning_gym_eval" / "llama_rl_ckpts.jsonl.gz"

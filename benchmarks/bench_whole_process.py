@@ -1,7 +1,7 @@
 """Grading as a whole command against math-verify once per trace, both as whole processes.
 
 Usage: python benchmarks/bench_whole_process.py [--repeats 3] [--data DIR] [--tora FILE ...]
-    [--cases rl_run,few_samples,tora_gsm8k]
+    [--realcritic DIR] [--cases rl_run,few_samples,tora_gsm8k,realcritic]
 
 For each case, three commands, each started as a fresh process ``--repeats`` times (alternating,
 so that machine noise falls on both), timed by wall clock from start to exit:
@@ -18,7 +18,9 @@ so that machine noise falls on both), timed by wall clock from start to exit:
 Cases: ``rl_run`` (the shared Reasoning Gym run: 7,000 traces, 50 samples per problem),
 ``few_samples`` (``few_samples_case.py``: the shared real data as about 2 samples per problem,
 answers in many forms) and, with ``--tora``, ``tora_gsm8k`` (ToRA's public GSM8K outputs, one
-greedy sample per problem; ``bench_harness_agreement.py`` says where to find them).
+greedy sample per problem; ``bench_harness_agreement.py`` says where to find them) and, with
+``--realcritic``, ``realcritic`` (RealCritic's 2,093 one-sample responses of ten models over 8
+benchmarks, LaTeX, numbers and option letters; ``realcritic_case.py``).
 Prints one JSON object: per case the seconds of every repeat, their medians, and the speedups
 (naive median / misstep's median, for ``summary`` and for ``grade_only``); the same for CPU
 seconds (user + system, the process and the children it waited for, math-verify's workers
@@ -45,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import orjson
 from bench_harness_agreement import _tora_rows
 from few_samples_case import write_few_samples
+from realcritic_case import write_realcritic
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -125,7 +128,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data", type=Path, default=SHARED_DATA)
     parser.add_argument("--tora", type=Path, nargs="*", default=[])
-    parser.add_argument("--cases", default="rl_run,few_samples,tora_gsm8k")
+    parser.add_argument("--realcritic", type=Path)
+    parser.add_argument("--cases", default="rl_run,few_samples,tora_gsm8k,realcritic")
     args = parser.parse_args()
     cases = set(args.cases.split(","))
     out: dict[str, Any] = {"cpu_count": os.cpu_count(), "load_before": os.getloadavg()}
@@ -141,6 +145,10 @@ def main() -> None:
             tora = Path(tmp) / "tora.jsonl"
             _write_tora(args.tora, tora)
             out["tora_gsm8k"] = _case(tora, "1", args.repeats)
+        if args.realcritic and "realcritic" in cases:
+            realcritic = Path(tmp) / "realcritic.jsonl"
+            write_realcritic(realcritic, args.realcritic)
+            out["realcritic"] = _case(realcritic, "1", args.repeats)
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))
 

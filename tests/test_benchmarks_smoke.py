@@ -232,3 +232,38 @@ def test_bench_discover_smoke() -> None:
     f1 = result["quality"]["tfidf"]["held_out"]["f1_mean"]
     assert 0.0 <= f1 <= 1.0
     assert set(result["topics"]["tfidf"]) == {"carry", "sign"}
+
+
+def test_bench_harness_agreement_realcritic_smoke(tmp_path: Path) -> None:
+    """Four RealCritic-shaped rows of two models: misstep's grades against the harness's, by
+    hand: model a's MATH answers 1/2 (gold 1/2, harness True) and 3 (gold 4, harness True:
+    a disagreement), model b's ARC answer B (gold B, True) and GSM8K 7 (gold 8, False)."""
+    rows = {
+        "math": [
+            {"idx": 0, "model": "a", "question": "q0", "gt": "\\frac{1}{2}", "pred": "1/2",
+             "reasoning": "So \\boxed{\\frac{1}{2}}.", "previous_score": [True]},
+            {"idx": 1, "model": "a", "question": "q1", "gt": "4", "pred": "4",
+             "reasoning": "So \\boxed{3}.", "previous_score": [True]},
+        ],
+        "arc-challenge": [
+            {"idx": 0, "model": "b", "question": "Which?\nAnswer Choices: (A) x (B) y",
+             "gt": "B", "pred": "B", "reasoning": "\\boxed{B}", "previous_score": [True]},
+        ],
+        "gsm8k": [
+            {"idx": 0, "model": "b", "question": "q", "gt": "8", "pred": "7",
+             "reasoning": "The answer is \\boxed{7}.", "previous_score": [False]},
+        ],
+    }  # fmt: skip
+    for benchmark, items in rows.items():
+        (tmp_path / benchmark).mkdir()
+        lines = "".join(json.dumps(row) + "\n" for row in items)
+        (tmp_path / benchmark / "test.jsonl").write_text(lines, encoding="utf-8")
+    result = _bench("bench_harness_agreement.py", "--realcritic", str(tmp_path), "--no-shared")
+    models = result["sets"]["realcritic"]["models"]
+    assert models["a"]["source_accuracy"] == 100.0  # 2 of 2
+    assert models["a"]["misstep_accuracy"] == 50.0  # 1 of 2: 3 is not 4
+    assert models["b"]["source_accuracy"] == models["b"]["misstep_accuracy"] == 50.0
+    pairs = {(p["model"], p["benchmark"]): p for p in result["sets"]["realcritic"]["pairs"]}
+    assert pairs[("a", "math")]["disagreements"] == 1
+    assert pairs[("a", "math")]["same_answer"] == 0  # the harness read 4, misstep 3
+    assert result["summary"]["pairs"] == 3

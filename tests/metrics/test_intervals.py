@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from misstep.metrics import vote_metrics
-from misstep.metrics._intervals import mean_ci, verdict
+from misstep.metrics._intervals import mean_ci, resample_counts, verdict
 
 
 def test_mean_ci_basics() -> None:
@@ -85,3 +85,19 @@ def test_intervals_cover_the_population_value() -> None:
     coverage = {key: value / reps for key, value in hits.items()}
     print(coverage)  # shown with -s; quoted in docs/metrics.md
     assert all(0.93 <= value <= 0.97 for value in coverage.values()), coverage
+
+
+def test_resample_counts_has_the_multinomial_moments() -> None:
+    """Each row counts n draws with replacement: every row sums to n, and each count has the
+    multinomial(n, 1/n) mean 1, variance n * (1/n) * (1 - 1/n) and covariance -n / n^2.
+    With n = 5: variance 0.8, covariance -0.2 (hand arithmetic); 100,000 rows put the sample
+    moments within about 0.01 of them (standard error of a variance of 0.8: about 0.004)."""
+    counts = resample_counts(5, 100_000, np.random.default_rng(3))
+    assert counts.shape == (100_000, 5)
+    assert counts.dtype == np.int64
+    assert (counts.sum(axis=1) == 5).all()
+    assert counts.min() >= 0
+    np.testing.assert_allclose(counts.mean(axis=0), 1.0, atol=0.02)
+    np.testing.assert_allclose(counts.var(axis=0), 0.8, atol=0.02)
+    assert abs(np.cov(counts[:, 0], counts[:, 1])[0, 1] + 0.2) < 0.02
+    assert resample_counts(0, 4, np.random.default_rng(0)).shape == (4, 0)

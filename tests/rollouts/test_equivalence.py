@@ -144,3 +144,30 @@ def test_the_pool_grows_when_parse_work_queues_up() -> None:
         a, b, c = "\\{1, 2\\} \\cup \\{4\\}", "\\{4, 2, 1\\}", "\\{1, 3\\} \\cup \\{4\\}"
         out = checker.compare_pairs([(a, b), (a, c)])
     assert out == {(a, b): True, (a, c): False}
+
+
+def test_series_get_no_value_and_match_math_verify() -> None:
+    """A series, integral, limit or derivative is not valued at a point (sympy's ``doit``
+    spent seconds, up to the whole timeout, on a power series, and a valuation that timed out
+    made the answer equal to nothing): ``verify`` decides, so misstep agrees with math-verify
+    on each pair (both asked here; 1 + 2 + ... + 10 = 55 by hand, sum of 1/n^2 = pi^2/6)."""
+    import sympy
+    from math_verify import parse
+
+    from misstep.rollouts._equivalence import _as_latex, _fingerprint, math_verify_equal
+
+    series = "\\sum_{n=1}^{\\infty} \\frac{1}{n^2}"
+    power = "-\\sum_{n=2}^{\\infty} \\frac{x^n}{(n-1)n}"
+    value, _, exact = _fingerprint(parse(_as_latex(power), parsing_timeout=None))
+    assert value is None and not exact
+    assert isinstance(parse(_as_latex(series), parsing_timeout=None)[0], sympy.Expr)
+    pairs = [
+        (series, "\\frac{\\pi^2}{6}"),  # equal
+        ("\\sum_{k=1}^{10} k", "55"),  # equal
+        ("\\sum_{k=1}^{10} k", "56"),  # not equal
+        (power, "C+\\sum_{n=0}^{\\infty}\\frac{-1}{(n+1)(n+2)}x^{n+2}"),  # differ by C
+    ]
+    for gold, answer in pairs:
+        assert answers_equivalent(gold, answer) == math_verify_equal(gold, answer), (gold, answer)
+    assert answers_equivalent(series, "\\frac{\\pi^2}{6}")
+    assert not answers_equivalent("\\sum_{k=1}^{10} k", "56")

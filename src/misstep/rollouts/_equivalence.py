@@ -15,7 +15,8 @@ Every other distinct answer gets a *fingerprint* once per problem: its value at 
 (``_arithmetic``: arithmetic, roots, π, e, trigonometry, logarithms, single-letter variables,
 equations of such sides) get it without math-verify (``cheap_fingerprint``), with values at a
 negative and a complex point as well when they have variables; the others are parsed once by
-math-verify. Two answers whose fingerprints are far apart are not equal; a non-integer decimal
+math-verify (a series, integral, limit or derivative gets no value: ``verify`` decides its
+pairs). Two answers whose fingerprints are far apart are not equal; a non-integer decimal
 and a value within the tolerance are; two answers of misstep's grammar are equal when their
 values agree at all three points (``_points_verdict``); an answer that does not parse equals
 nothing. Only the rest reach ``verify``. Grouping answers
@@ -711,6 +712,16 @@ class _Huge(Exception):
     """A parsed number is finite but beyond the float range."""
 
 
+_UNEVALUATED_NAMES = ("Sum", "Product", "Integral", "Limit", "Derivative")
+
+
+@functools.cache
+def _unevaluated() -> tuple[type, ...]:
+    import sympy
+
+    return tuple(getattr(sympy, name) for name in _UNEVALUATED_NAMES)
+
+
 def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     """The value of a parsed expression with free symbols set from their names, whether it
     is an equation (then the value is its last right-hand side, which math-verify compares
@@ -729,6 +740,11 @@ def _fingerprint(parsed: list[Any]) -> tuple[complex | None, bool, bool]:
     if is_eq:
         expr = expr.rhs
     if not isinstance(expr, sympy.Expr):
+        return None, is_eq, False
+    if expr.has(*_unevaluated()):
+        # Series, integrals, limits and derivatives: ``doit`` tries to solve them (seconds,
+        # often the whole timeout, on a power series with symbols), so no value is sought;
+        # ``verify`` decides their pairs.
         return None, is_eq, False
     try:
         symbols = expr.free_symbols

@@ -257,7 +257,6 @@ def _grade(
         prob.read_options(trace.problem)
         if gold is not None and prob.gold is None:
             prob.gold, prob.gold_key = gold, canonical_key(gold)
-            checker.prefetch(gold, prob.gold_key)
         if trace.finish_reason == "length":
             rows.answers.append(None)
             rows.keys.append(None)
@@ -283,6 +282,10 @@ def _grade(
                 prob.texts[key] = text
                 # workers parse it now, while the stream goes on
                 checker.prefetch(text, key)
+                if key != prob.gold_key and prob.gold is not None and prob.gold_key is not None:
+                    # The gold only once an answer differs from it: a one-sample evaluation
+                    # whose answer matches its gold's key needs no parse of that gold.
+                    checker.prefetch(prob.gold, prob.gold_key)
         grade = _user_grade(trace, regrade)
         if grade is not None:
             rows.outcomes.append(

@@ -46,11 +46,13 @@ __all__ = [
     "load_graded",
 ]
 
-GRADER_VERSION = 8
+GRADER_VERSION = 9
 """Bumped whenever a grading rule changes, so that no stale table is ever read (6: answers made
 of elements and percentages compared by misstep's own rules, ``_structure``; 7: unions of
 intervals, logarithms in a base, factorials of variables, ``f(x) = ...`` definitions,
-``\\quad`` and ``\\text{ and }`` in lists)."""
+``\\quad`` and ``\\text{ and }`` in lists; 9: series, integrals, limits and derivatives get
+no value at a point, so ``verify`` decides their pairs where a valuation that ran out of time
+made them equal to nothing)."""
 CACHE_FORMAT_VERSION = 1
 _CHUNK = 1 << 20
 
