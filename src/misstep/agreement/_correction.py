@@ -27,8 +27,8 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from misstep.agreement._bootstrap import percentile_ci, resample_counts
-from misstep.agreement._boundary import boundary_interval
 from misstep.errors import AnalysisError
+from misstep.metrics import boundary_interval
 
 __all__ = [
     "CorrectedDistribution",

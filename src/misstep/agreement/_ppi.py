@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from misstep.agreement._boundary import boundary_interval
+from misstep.metrics import boundary_interval
 
 __all__ = ["PPIEstimate", "ppi_shares", "simultaneous_z"]
 

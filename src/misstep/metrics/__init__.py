@@ -1,9 +1,10 @@
 """Vote metrics per checkpoint: counts, pass@k, maj@k, answer statistics, coverage."""
 
+from misstep.metrics._boundary import boundary_interval
 from misstep.metrics._compare import Comparison, compare_runs
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._coverage import Coverage, coverage
-from misstep.metrics._intervals import mean_ci, verdict
+from misstep.metrics._intervals import mean_ci, share_ci, verdict
 from misstep.metrics._ks import (
     DEFAULT_KS,
     check_ks,
@@ -36,6 +37,7 @@ __all__ = [
     "MajMethod",
     "ProblemCounts",
     "VotingRow",
+    "boundary_interval",
     "check_ks",
     "compare_runs",
     "coverage",
@@ -50,6 +52,7 @@ __all__ = [
     "pass_at_k_one",
     "problem_counts",
     "problem_stats",
+    "share_ci",
     "verdict",
     "vote_metrics",
     "voting_table",

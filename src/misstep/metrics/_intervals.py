@@ -17,12 +17,15 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from misstep.metrics._boundary import boundary_interval
+
 __all__ = [
     "DEFAULT_N_BOOT",
     "LEVEL",
     "bootstrap_means",
     "mean_ci",
     "resample_counts",
+    "share_ci",
     "verdict",
 ]
 
@@ -79,6 +82,25 @@ def mean_ci(
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def share_ci(
+    values: FloatArray,
+    n_boot: int,
+    rng: np.random.Generator,
+    level: float = LEVEL,
+    counts: npt.NDArray[np.int64] | None = None,
+) -> tuple[float, float] | None:
+    """``mean_ci`` of a share whose per-problem values lie in [0, 1] (pass@k, maj@k). Where
+    every problem's value is 0 (or every one is 1), each resample repeats it and the
+    bootstrap says [0, 0]; the exact bound over the problems is given instead. It is valid
+    for values in [0, 1], not only 0 or 1: a problem is at 1 with probability at most the
+    mean, so n problems all at 1 have probability at most mean^n (the same for 0)."""
+    ci = mean_ci(values, n_boot, rng, level, counts)
+    finite = values[np.isfinite(values)]
+    if ci is not None and (np.all(finite == 0.0) or np.all(finite == 1.0)):
+        return boundary_interval(float(finite[0]), len(finite), level)
+    return ci
 
 
 def verdict(ci: tuple[float, float] | None) -> str:

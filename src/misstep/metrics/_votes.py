@@ -33,7 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from misstep.metrics._answer_stats import UNDEFINED_NOTE, agreement_means, answer_stats
 from misstep.metrics._counts import ProblemCounts, problem_counts
-from misstep.metrics._intervals import DEFAULT_N_BOOT, mean_ci, resample_counts, verdict
+from misstep.metrics._intervals import (
+    DEFAULT_N_BOOT,
+    mean_ci,
+    resample_counts,
+    share_ci,
+    verdict,
+)
 from misstep.metrics._ks import check_ks, k_fits
 from misstep.metrics._majk import MIN_MC_SUBSETS, maj_at_k_signatures
 from misstep.metrics._order import order_checkpoints
@@ -332,8 +338,8 @@ def _group_cis(
         if row.pass_at_k.get(k) is None:
             pass_ci[k] = maj_ci[k] = gain_ci[k] = None
             continue
-        pass_ci[k] = mean_ci(passes[index].astype(np.float64), n_boot, rng, counts=counts)
-        maj_ci[k] = mean_ci(values[index].astype(np.float64), n_boot, rng, counts=counts)
+        pass_ci[k] = share_ci(passes[index].astype(np.float64), n_boot, rng, counts=counts)
+        maj_ci[k] = share_ci(values[index].astype(np.float64), n_boot, rng, counts=counts)
         gain = mean_ci(_gains(pass1[index], values[index]), n_boot, rng, counts=counts)
         gain_ci[k] = None if k == 1 else gain  # drawn anyway: the other ks keep their streams
     return {"pass_at_k_ci": pass_ci, "maj_at_k_ci": maj_ci, "sc_gain_at_k_ci": gain_ci}
