@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,12 +17,16 @@ from rich.text import Text
 
 from misstep.errors import MisstepError, OutputError
 
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
 __all__ = [
     "data",
     "err_console",
     "handles_errors",
     "out_console",
     "quote",
+    "stage_progress",
     "writing",
 ]
 
@@ -33,6 +37,21 @@ R = TypeVar("R")
 err_console = Console(stderr=True, highlight=False)
 # Tables are wide: never narrower than 200 columns, so piped output keeps every figure whole.
 out_console = Console(highlight=False, width=max(shutil.get_terminal_size((200, 24)).columns, 200))
+
+
+def stage_progress(verb: str) -> Progress:
+    """A bar on stderr for a step that runs in named stages (``verb``, then done/total and
+    the stage's name as the task's description); rich's progress is imported on use."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    return Progress(
+        TextColumn(verb),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=err_console,
+        transient=True,
+    )
 
 
 def data(value: object) -> Text:

@@ -8,13 +8,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
+from misstep.cli._errors import (
+    data,
+    err_console,
+    handles_errors,
+    out_console,
+    quote,
+    stage_progress,
+    writing,
+)
 from misstep.cli._options import (
     JudgeIdOpt,
     MaxTokensOpt,
     ModelOpt,
     RunTaxonomyOpt,
     SeedOpt,
+    TextFormat,
     check_base_urls,
     check_input,
     label_run,
@@ -26,13 +35,6 @@ if TYPE_CHECKING:
 
 CATEGORIES_FILE = "categories.json"
 TAXONOMY_FILE = "taxonomy.yaml"
-
-
-class DiscoverFormat(StrEnum):
-    """Output of ``misstep discover``."""
-
-    text = "text"
-    json = "json"
 
 
 class EmbeddingChoice(StrEnum):
@@ -205,7 +207,7 @@ _ConcurrencyOpt = Annotated[
     typer.Option("--concurrency", metavar="INT", min=1, help="--judge: requests in flight."),
 ]
 _OutputOpt = Annotated[
-    DiscoverFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
+    TextFormat, typer.Option("--format", help="text, or json (data alone on stdout).")
 ]
 
 
@@ -254,13 +256,12 @@ def discover(
     sample: _SampleOpt = 40,
     concurrency: _ConcurrencyOpt = 8,
     seed: SeedOpt = 0,
-    output: _OutputOpt = DiscoverFormat.text,
+    output: _OutputOpt = TextFormat.text,
 ) -> None:
     """Propose the error types the taxonomy misses: cluster the judge's explanations (of
     `other` by default) or free texts offline, and write OUT/categories.json and a candidate
     taxonomy OUT/taxonomy.yaml (the run's taxonomy plus the proposed types) for `label
     --taxonomy`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from misstep.discover import (
         DISCOVER_STAGES,
@@ -299,14 +300,7 @@ def discover(
         base = load_taxonomy(taxonomy)
         items = read_texts_file(texts)
         source = f"texts {texts}"
-    with Progress(
-        TextColumn("discovering"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-    ) as progress:
+    with stage_progress("discovering") as progress:
         stages = len(DISCOVER_STAGES) if judge is None else rounds + 1
         task = progress.add_task("", total=stages)
 
@@ -335,7 +329,7 @@ def discover(
         out.mkdir(parents=True, exist_ok=True)
         (out / CATEGORIES_FILE).write_text(result.model_dump_json(indent=2), encoding="utf-8")
         write_taxonomy(candidate_taxonomy(base, result), out / TAXONOMY_FILE)
-    if output is DiscoverFormat.json:
+    if output is TextFormat.json:
         typer.echo(result.model_dump_json(indent=2))
         return
     _print_text(result, out)

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
+from misstep.cli._errors import (
+    data,
+    err_console,
+    handles_errors,
+    out_console,
+    quote,
+    stage_progress,
+    writing,
+)
 from misstep.cli._load import load_input
 from misstep.cli._options import (
     READING,
@@ -68,20 +76,11 @@ def _analyse(
         estimator=estimator,
         simultaneous=simultaneous,
     )
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from misstep.link import LINK_STAGES
     from misstep.pipelines import analyse_run
 
     analyses = 1 + (run.table["dataset"].nunique() if by is GroupBy.dataset else 0)
-    with Progress(
-        TextColumn("linking"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=err_console,
-        transient=True,
-    ) as progress:
+    with stage_progress("linking") as progress:
         task = progress.add_task("", total=LINK_STAGES * analyses)
 
         def on_stage(name: str) -> None:
