@@ -40,7 +40,7 @@ from misstep.labels import (
     LabelStatus,
     StoredLabel,
     check_labels_input,
-    human_label_files,
+    gather_human_files,
     labels_path,
     read_human_labels,
     read_label_rows,
@@ -152,11 +152,6 @@ class LabelledRun:
         return 1.0 / prob if prob else 1.0
 
 
-def _run_dir(labels: str | Path) -> Path:
-    path = labels_path(labels)
-    return path.parent
-
-
 def _check_types(
     labels: Mapping[str, StoredLabel | LabelRow], taxonomy: Taxonomy, where: Path
 ) -> None:
@@ -221,12 +216,7 @@ def load_labelled_run(
             allow_other_input=allow_other_input,
         )
     _check_types(stored, tax, labels_path(labels))
-    files: list[Path] = []
-    seen: set[Path] = set()
-    for path in [*map(Path, human), *human_label_files(_run_dir(labels))]:
-        if path.resolve() not in seen:
-            seen.add(path.resolve())
-            files.append(path)
+    files = gather_human_files(human, [labels])
     people = [row for path in files for row in read_human_labels(path, keys=tax.keys)]
     inclusion = {
         t: float(prob)

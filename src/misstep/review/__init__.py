@@ -6,6 +6,7 @@ by Starlette on uvicorn (``make_server``), with a trace's text read on demand fr
 index (``open_trace_texts``) and people's labels appended durably to
 ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabelWriter``)."""
 
+from misstep.labels import check_annotator
 from misstep.review._data import MAX_LIMIT, BadRequest, ReviewData, TraceFilter
 from misstep.review._queue import QueueItem, task_queue
 from misstep.review._server import CSP, REQUEST_TIMEOUT, ReviewServer, make_server
@@ -15,7 +16,6 @@ from misstep.review._writer import (
     HumanLabelWriter,
     Reveal,
     ReviewLabel,
-    check_annotator,
 )
 
 __all__ = [

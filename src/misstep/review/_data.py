@@ -31,7 +31,9 @@ from misstep.labels import (
     HumanLabel,
     LabelStatus,
     StoredLabel,
-    human_label_files,
+    check_annotator,
+    gather_human_files,
+    labels_path,
     read_human_labels,
 )
 from misstep.metrics import order_checkpoints, problem_stats
@@ -44,7 +46,6 @@ from misstep.review._writer import (
     HumanLabelWriter,
     Reveal,
     ReviewLabel,
-    check_annotator,
 )
 from misstep.rollouts import Trace
 
@@ -192,8 +193,7 @@ class ReviewData:
         self.with_judge = with_judge
         self.hide_names = hide_names
         self.texts = texts
-        path = Path(labelled.labels_path)
-        self.labels_file = path / "labels.jsonl" if path.is_dir() else path
+        self.labels_file = labels_path(labelled.labels_path)
         self.run_dir = self.labels_file.parent
         self.writer = HumanLabelWriter(self.run_dir)
         self.seed = seed
@@ -742,9 +742,7 @@ class ReviewData:
     def human_labels(self) -> list[HumanLabel]:
         """People's labels of this run (``RUN_DIR/human``) and of ``--human`` files, in the
         order written (a later label of the same trace by the same person wins)."""
-        files = list(self.labelled.human_files)
-        seen = {p.resolve() for p in files}
-        files += [p for p in human_label_files(self.run_dir) if p.resolve() not in seen]
+        files = gather_human_files(self.labelled.human_files, [self.run_dir])
         return [h for p in files for h in read_human_labels(p, keys=self.taxonomy.keys)]
 
     # --- the summary and the queue ----------------------------------------------------------

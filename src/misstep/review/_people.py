@@ -12,8 +12,7 @@ from typing import Any
 import orjson
 
 from misstep.errors import LabelStoreError
-from misstep.labels import ADJUDICATOR, HUMAN_DIR
-from misstep.review._writer import REVEALS_DIR
+from misstep.labels import ADJUDICATOR, RunDir
 
 __all__ = ["HumanState", "read_records"]
 
@@ -67,9 +66,10 @@ class HumanState:
     def load(cls, run_dir: Path) -> HumanState:
         """The state of ``RUN_DIR/human`` (labels, adjudications and reveals)."""
         state = cls()
-        for record in read_records(run_dir / HUMAN_DIR):
+        files = RunDir(run_dir)
+        for record in read_records(files.human_dir):
             state.add(record)
-        for record in read_records(run_dir / HUMAN_DIR / REVEALS_DIR):
+        for record in read_records(files.reveals_dir):
             state.revealed.add((str(record.get("annotator")), str(record.get("trace_id"))))
         return state
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,18 +20,15 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, Field
 
-from misstep.errors import LabelStoreError, OptionError
-from misstep.labels import HUMAN_DIR, repair_tail
+from misstep.errors import LabelStoreError
+from misstep.labels import RunDir, repair_tail
 
 __all__ = [
-    "ANNOTATOR_PATTERN",
     "CANT_TELL",
-    "REVEALS_DIR",
     "REVIEW_LABEL_VERSION",
     "HumanLabelWriter",
     "Reveal",
     "ReviewLabel",
-    "check_annotator",
 ]
 
 REVIEW_LABEL_VERSION = 1
@@ -40,27 +36,7 @@ CANT_TELL = "cant_tell"
 """The choice "I can't tell": stored as error_type, first_error_step and has_error all null,
 with ``verdict`` ``cant_tell``; it supersedes the person's earlier label of the trace and
 takes part in no agreement figure."""
-ANNOTATOR_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
-"""An annotator name becomes a file name: letters, digits and ``._@+-``, no path separator,
-not starting with a dot."""
-
-REVEALS_DIR = "reveals"
-"""Reveals of the judge's label in blind mode: ``RUN_DIR/human/reveals/<annotator>.jsonl``
-(a folder of its own, so no reader of people's labels takes them for labels)."""
-
 Verdict = Literal["error", "no_error", "cant_tell"]
-
-
-def check_annotator(name: str, option: str = "annotator") -> str:
-    """``name`` when it is a valid annotator name, else OptionError."""
-    if not isinstance(name, str) or not ANNOTATOR_PATTERN.fullmatch(name):
-        raise OptionError(
-            option=option,
-            value=name,
-            allowed="1-64 letters, digits or ._@+- (no path separator), starting with a "
-            "letter or digit",
-        )
-    return name
 
 
 def _now() -> str:
@@ -125,14 +101,15 @@ class HumanLabelWriter:
     """Appends labels to ``RUN_DIR/human/<annotator>.jsonl``; safe across threads."""
 
     def __init__(self, run_dir: str | Path) -> None:
-        self.directory = Path(run_dir) / HUMAN_DIR
+        self.run_dir = RunDir(Path(run_dir))
+        self.directory = self.run_dir.human_dir
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
     def path(self, annotator: str) -> Path:
         """The file of ``annotator`` (validated: the name never reaches the file system
         otherwise)."""
-        return self.directory / f"{check_annotator(annotator)}.jsonl"
+        return self.run_dir.human_file(annotator)
 
     def _lock(self, annotator: str) -> threading.Lock:
         with self._guard:
@@ -143,9 +120,7 @@ class HumanLabelWriter:
         full disk, can leave a fragment that was never acknowledged)."""
         if not self.directory.is_dir():
             return
-        for path in sorted(
-            [*self.directory.glob("*.jsonl"), *(self.directory / REVEALS_DIR).glob("*.jsonl")]
-        ):
+        for path in sorted([*self.run_dir.human_files(), *self.run_dir.reveal_files()]):
             with self._lock(str(path)):
                 try:
                     fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -161,9 +136,10 @@ class HumanLabelWriter:
     def append(self, label: ReviewLabel | Reveal) -> Path:
         """Write ``label`` (or a reveal, to its own folder) durably (flushed and fsynced) and
         return the file."""
-        path = self.path(label.annotator)
         if isinstance(label, Reveal):
-            path = path.parent / REVEALS_DIR / path.name
+            path = self.run_dir.reveals_file(label.annotator)
+        else:
+            path = self.path(label.annotator)
         line = orjson.dumps(label.model_dump(mode="json")) + b"\n"
         with self._lock(str(path)):
             try:
