@@ -122,12 +122,12 @@ def test_human_dir_records_are_plain_json_lines(fx: Fixture) -> None:
     from typer.testing import CliRunner
 
     from misstep.cli.app import app
-    from misstep.review import HumanLabelWriter, ReviewLabel
+    from misstep.labels import HumanLabel, HumanLabelWriter
 
     writer = HumanLabelWriter(fx.run_dir)
     for t in fx.wrong_ids:
         writer.append(
-            ReviewLabel(trace_id=t, annotator="p1", error_type="arithmetic", verdict="error")
+            HumanLabel(trace_id=t, annotator="p1", error_type="arithmetic", verdict="error")
         )
     human = fx.run_dir / "human" / "p1.jsonl"
     assert all(isinstance(orjson.loads(x), dict) for x in human.read_bytes().splitlines())

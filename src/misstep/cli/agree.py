@@ -588,9 +588,7 @@ def import_labels(
     """Convert people's answers to the human-labels JSONL (trace_id, annotator, ...)."""
     check_input(source, "input")
     check_output_file(out, "--out")
-    import orjson
-
-    from misstep.labels import read_human_labels
+    from misstep.labels import read_human_labels, write_human_labels
     from misstep.taxonomy import load_taxonomy
 
     tax = load_taxonomy(taxonomy)
@@ -598,10 +596,7 @@ def import_labels(
     if not rows:
         raise AnalysisError(f"{source}: no filled-in label", hint="fill in the task first")
     with writing(out):
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("wb") as fh:
-            for row in rows:
-                fh.write(orjson.dumps(row.model_dump(exclude_none=True)) + b"\n")
+        write_human_labels(out, rows)
     annotators = sorted({r.annotator for r in rows})
     err_console.print(
         f"wrote {len(rows)} label(s) by {len(annotators)} annotator(s) "

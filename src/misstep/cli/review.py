@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
 
         Prints the URL (its access token after #) as the first line on stdout; scripts send
         the token as `Authorization: Bearer TOKEN`. Stop with Ctrl-C."""
-        from misstep.review import check_annotator
+        from misstep.labels import check_annotator
 
         source = LabelSource.of(
             labels, judge_id, human, taxonomy, labels_from_other_input

@@ -7,8 +7,11 @@ from misstep.labels._consensus import HumanConsensus, human_consensus, majority_
 from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
+    CANT_TELL,
+    HUMAN_LABEL_VERSION,
     NO_ERROR_CHOICE,
     HumanLabel,
+    Verdict,
     human_label_from_row,
     read_human_labels,
 )
@@ -22,6 +25,14 @@ from misstep.labels._manifest import (
     write_manifest,
 )
 from misstep.labels._ownership import check_labels_input
+from misstep.labels._people import (
+    HumanLabelWriter,
+    Reveal,
+    human_label_line,
+    read_reveals,
+    utc_now,
+    write_human_labels,
+)
 from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
 from misstep.labels._run import (
     NOT_SAMPLED,
@@ -62,7 +73,9 @@ from misstep.labels._tail import repair_tail
 __all__ = [
     "ADJUDICATOR",
     "ANNOTATOR_PATTERN",
+    "CANT_TELL",
     "HUMAN_DIR",
+    "HUMAN_LABEL_VERSION",
     "LABEL_RECORD_VERSION",
     "NOT_SAMPLED",
     "NO_ERROR_CHOICE",
@@ -75,18 +88,21 @@ __all__ = [
     "Current",
     "HumanConsensus",
     "HumanLabel",
+    "HumanLabelWriter",
     "InputFile",
     "LabelRow",
     "LabelRun",
     "LabelStatus",
     "LabelStore",
     "RecordFile",
+    "Reveal",
     "RunDir",
     "RunFields",
     "RunManifest",
     "RunOptions",
     "StoredLabel",
     "Todo",
+    "Verdict",
     "add_to_history",
     "check_annotator",
     "check_labels_input",
@@ -95,6 +111,7 @@ __all__ = [
     "gather_human_files",
     "human_consensus",
     "human_label_from_row",
+    "human_label_line",
     "iter_label_lines",
     "label_sample",
     "labels_path",
@@ -103,11 +120,14 @@ __all__ = [
     "read_label_rows",
     "read_labels",
     "read_manifest",
+    "read_reveals",
     "read_status_index",
     "record_of",
     "repair_tail",
     "run_dir_lock",
     "run_taxonomy",
     "skipped_record",
+    "utc_now",
+    "write_human_labels",
     "write_manifest",
 ]

@@ -1,7 +1,8 @@
-"""People's labels of traces: the ``HumanLabel`` shape and ``read_human_labels``, the one
-reader of people's labels whatever wrote them (the shared human-labels JSONL or CSV, a
-filled-in ``misstep sample`` task, a Label Studio JSON export, the review app's
-``RUN_DIR/human/<annotator>.jsonl``)."""
+"""People's labels of traces: ``HumanLabel``, the one record of a person's label whoever made
+it, and ``read_human_labels``, the one reader of people's labels whatever wrote them (the
+shared human-labels JSONL or CSV, a filled-in ``misstep sample`` task, a Label Studio JSON
+export, ``misstep import-labels``, the review app's ``RUN_DIR/human/<annotator>.jsonl``).
+``labels/_people.py`` writes them."""
 
 from __future__ import annotations
 
@@ -20,44 +21,81 @@ from misstep.rollouts import RowError, iter_json_lines, open_binary
 
 __all__ = [
     "ADJUDICATOR",
+    "CANT_TELL",
+    "HUMAN_LABEL_VERSION",
     "NO_ERROR_CHOICE",
     "HumanLabel",
+    "Verdict",
     "human_label_from_row",
     "read_human_labels",
 ]
 
+HUMAN_LABEL_VERSION = 1
+"""Version of the ``HumanLabel`` line format."""
 NO_ERROR_CHOICE = "no_error"
 """The answer "this trace has no error" in a task (error_type None, has_error False)."""
+CANT_TELL = "cant_tell"
+"""The choice "I can't tell" (``misstep review``): stored as error_type, first_error_step and
+has_error all null, with ``verdict`` ``cant_tell``; it supersedes the person's earlier label of
+the trace and takes part in no agreement figure."""
 ADJUDICATOR = "adjudicator"
 """The role of a label that settles people's disagreement on a trace (``misstep review
 --adjudicate``): ``human_consensus`` takes it as the trace's human label, agreement figures
 leave it out."""
 
 
+Verdict = Literal["error", "no_error", "cant_tell"]
+"""A person's answer in ``misstep review``: an error (of a type), no error, or can't tell."""
+
+
 class HumanLabel(BaseModel):
-    """One person's label of one trace, as in ``../shared/data/*/human_labels.jsonl``."""
+    """One person's label of one trace: a line of ``../shared/data/*/human_labels.jsonl``, of
+    ``misstep import-labels``' output and of the review app's ``RUN_DIR/human/<annotator>.jsonl``
+    (whoever wrote it, the fields that do not apply are absent). Written by
+    ``write_human_labels`` and ``HumanLabelWriter`` (``human_label_line``: None fields left out),
+    read by ``read_human_labels``."""
 
     model_config = ConfigDict(extra="ignore")
 
+    version: int = HUMAN_LABEL_VERSION
+    """Record format version."""
     trace_id: str
     """The labelled trace."""
     annotator: str
-    """Who labelled it; several annotators may share one file."""
+    """Who labelled it; several annotators may share one file (the review app keeps one file
+    per annotator, named after them)."""
     error_type: str | None = None
-    """A taxonomy key, or None for no error or an untyped label (see ``has_error``)."""
+    """A taxonomy key, or None for no error, an untyped label or "can't tell" (see
+    ``has_error`` and ``verdict``)."""
     first_error_step: int | None = None
-    """0-based index of the first wrong step; None when there is none."""
+    """0-based index of the first wrong step (into ``split_steps`` of the trace); None when
+    there is none or it was not given."""
     has_error: bool | None = None
-    """Whether the trace has an error at all."""
+    """Whether the trace has an error at all (None: "can't tell", or not said)."""
     raw_label: str | None = None
     """The annotator's own words, when kept."""
-    mapping_method: str | None = None
-    """How ``error_type`` was mapped from the source's labels."""
+    verdict: Verdict | None = None
+    """``error``, ``no_error`` or ``cant_tell`` (the review app's labels; None elsewhere)."""
+    note: str | None = None
+    """The person's note (review app)."""
+    blind: bool | None = None
+    """The judge's label had not been shown to this annotator for this trace when the label
+    was given (review app, ``--blind``; a recorded reveal makes every later label ``false``);
+    None: not recorded."""
+    judge: str | None = None
+    """Id of the judge configuration whose label the trace had, shown or not (review app)."""
     weight: float = 1.0
-    """Sampling weight carried from ``misstep sample`` (inverse inclusion probability)."""
+    """Sampling weight: the inverse inclusion probability of the trace in the sample it was
+    drawn in (``misstep sample``'s task, the review queue's stratified draw); 1 outside one."""
     role: Literal["annotator", "adjudicator"] = "annotator"
     """``annotator``: one person's own reading; ``adjudicator``: the decision that settles
-    the annotators' disagreement on the trace (``misstep review --adjudicate``)."""
+    the annotators' disagreement on the trace (``misstep review --adjudicate``), which
+    ``human_consensus`` takes as its human label."""
+    mapping_method: str | None = None
+    """Where the label comes from, or how ``error_type`` was mapped from the source's labels
+    (``misstep review`` for the review app's)."""
+    created_at: str | None = None
+    """When it was given, UTC ISO 8601 (review app)."""
 
 
 _REQUIRED = ("trace_id", "annotator")
@@ -108,7 +146,7 @@ def _labelled_row(
         _required(path, line, row, "trace_id")
     # "Can't tell" (from `misstep review`) holds no type, step or flag, yet it is a label: it
     # supersedes the person's earlier label of the trace and rates nothing.
-    if row.get("verdict") != "cant_tell" and all(
+    if row.get("verdict") != CANT_TELL and all(
         _blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error")
     ):
         return None

@@ -27,26 +27,24 @@ from misstep.agreement import LabelledRun
 from misstep.errors import LabelStoreError, OptionError
 from misstep.labels import (
     ADJUDICATOR,
+    CANT_TELL,
     NO_ERROR_CHOICE,
     HumanLabel,
+    HumanLabelWriter,
     LabelStatus,
+    Reveal,
     StoredLabel,
     check_annotator,
     gather_human_files,
     labels_path,
     read_human_labels,
+    utc_now,
 )
 from misstep.metrics import order_checkpoints, problem_stats
 from misstep.prompts import split_steps
 from misstep.review._people import HumanState
 from misstep.review._queue import QueueItem, shuffled, stratified_queue, task_queue
 from misstep.review._texts import TraceTexts
-from misstep.review._writer import (
-    CANT_TELL,
-    HumanLabelWriter,
-    Reveal,
-    ReviewLabel,
-)
 from misstep.rollouts import Trace
 
 __all__ = ["MAX_LIMIT", "BadRequest", "ReviewData", "TraceFilter"]
@@ -56,6 +54,8 @@ MAX_LIMIT = 500
 _UNLABELLED = "unlabelled"
 _MAX_NOTE = 4000
 _MAX_SIBLINGS = 200
+_METHOD = "misstep review"
+"""The ``mapping_method`` of the labels given here."""
 
 
 class BadRequest(Exception):
@@ -645,25 +645,25 @@ class ReviewData:
             "judge": self.judge_id,
         }
 
-    def _store(self, label: ReviewLabel) -> dict[str, Any]:
+    def _store(self, fields: dict[str, Any], **more: Any) -> dict[str, Any]:
+        """Store a person's label (``fields`` from ``_checked``) and answer it as stored."""
+        label = HumanLabel(**fields, **more, mapping_method=_METHOD, created_at=utc_now())
         self.writer.append(label)
-        record = label.model_dump(mode="json")
         with self._lock:
-            self.human.add(record)
+            self.human.add(label)
             self._summary = None  # the corrected distributions change
-        return record
+        return label.model_dump(mode="json", exclude_none=True)
 
     def add_label(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
         """Validate and store one label; its weight is the trace's in the queue's sample (1
         outside it), ``blind`` whether the judge was never revealed to this annotator here."""
         fields = self._checked(body, default_annotator)
         key = (fields["annotator"], fields["trace_id"])
-        label = ReviewLabel(
-            **fields,
+        return self._store(
+            fields,
             blind=self.blind and key not in self.human.revealed,
             weight=self.weights.get(fields["trace_id"], 1.0),
         )
-        return self._store(label)
 
     def reveal(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
         """Show the judge's label of a trace to an annotator who has labelled it (blind
@@ -695,8 +695,7 @@ class ReviewData:
         if weight is None:
             own = [self._label_weight(a, fields["trace_id"]) for a in labels]
             weight = sum(own) / len(own)
-        label = ReviewLabel(**fields, role=ADJUDICATOR, blind=False, weight=weight)
-        return self._store(label)
+        return self._store(fields, role=ADJUDICATOR, blind=False, weight=weight)
 
     def _label_weight(self, annotator: str, trace_id: str) -> float:
         for label in self.human_labels():

@@ -1,6 +1,6 @@
 """People's labels as the review app holds them: each annotator's current label per trace,
 the adjudicators' decisions, the recorded reveals of the judge in blind mode, and the traces
-where people disagree."""
+where people disagree. Read from the run directory through ``misstep.labels``."""
 
 from __future__ import annotations
 
@@ -9,36 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels, read_reveals
 
-from misstep.errors import LabelStoreError
-from misstep.labels import ADJUDICATOR, RunDir
-
-__all__ = ["HumanState", "read_records"]
+__all__ = ["HumanState"]
 
 _SHOWN = ("verdict", "error_type", "first_error_step", "note", "blind", "created_at", "role")
-
-
-def read_records(directory: Path) -> list[dict[str, Any]]:
-    """Every record of ``directory/*.jsonl``; a cut last line (never acknowledged) is skipped,
-    as the label store does."""
-    records: list[dict[str, Any]] = []
-    if not directory.is_dir():
-        return records
-    for path in sorted(directory.glob("*.jsonl")):
-        lines = path.read_bytes().split(b"\n")
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                if number == len(lines):
-                    continue
-                raise LabelStoreError(path=path, line=number, reason="not a JSON record") from None
-            if isinstance(record, dict):
-                records.append(record)
-    return records
 
 
 def answer(record: Mapping[str, Any]) -> str:
@@ -66,19 +41,19 @@ class HumanState:
     def load(cls, run_dir: Path) -> HumanState:
         """The state of ``RUN_DIR/human`` (labels, adjudications and reveals)."""
         state = cls()
-        files = RunDir(run_dir)
-        for record in read_records(files.human_dir):
-            state.add(record)
-        for record in read_records(files.reveals_dir):
-            state.revealed.add((str(record.get("annotator")), str(record.get("trace_id"))))
+        for path in RunDir(run_dir).human_files():
+            for label in read_human_labels(path):
+                state.add(label)
+        for reveal in read_reveals(run_dir):
+            state.revealed.add((reveal.annotator, reveal.trace_id))
         return state
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, label: HumanLabel) -> None:
         """Take in one stored label."""
-        annotator, trace_id = str(record.get("annotator")), str(record.get("trace_id"))
-        kept = {k: record.get(k) for k in _SHOWN}
+        annotator, trace_id = label.annotator, label.trace_id
+        kept: dict[str, Any] = {k: getattr(label, k) for k in _SHOWN}
         kept["annotator"] = annotator
-        if record.get("role") == ADJUDICATOR:
+        if label.role == ADJUDICATOR:
             self.adjudicated[trace_id] = kept
             return
         self.current[(annotator, trace_id)] = kept
