@@ -14,6 +14,7 @@ from misstep.agreement._agreement import (
 )
 from misstep.agreement._bootstrap import percentile_ci, resample_counts
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
+from misstep.agreement._compare import Raters, compare_raters, gather_raters
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._correction import (
     CorrectedDistribution,
@@ -92,6 +93,7 @@ __all__ = [
     "PPIEstimate",
     "PairAgreement",
     "PlanRow",
+    "Raters",
     "Rating",
     "SampleRow",
     "StepAgreement",
@@ -101,6 +103,7 @@ __all__ = [
     "allocate",
     "alpha_from_coincidences",
     "cohen_kappa",
+    "compare_raters",
     "confusion_counts",
     "confusion_homogeneity",
     "consensus",
@@ -108,6 +111,7 @@ __all__ = [
     "error_distributions",
     "estimate_confusion",
     "fleiss_kappa_of",
+    "gather_raters",
     "human_raters",
     "identified_categories",
     "item_coincidences",
