@@ -91,3 +91,15 @@ def test_compare_raters_refuses_too_little() -> None:
     apart = gather_raters([_h("t1", "a", "arithmetic"), _h("t2", "b", "misread")], [])
     with pytest.raises(AnalysisError, match="no trace is labelled by two raters"):
         compare_raters(apart, categories=TAX.keys, n_boot=0)
+
+
+def test_each_judge_is_tested_on_its_own_run() -> None:
+    # The first run has no ok label, so no judge of its own: the second run's judge is still
+    # tested on the second run's labels (once paired with the runs by position, it was
+    # tested on the first run's, and left without a test).
+    failed = _run("runA", "rules:a", {"t1": ("failed", None, "ck1")})
+    raters = gather_raters(PEOPLE, [failed, _run("runB", "rules:b", RUN)])
+    assert raters.judges == ["rules:b"] and raters.judge_runs["rules:b"].labels_path == Path("runB")
+    report = compare_raters(raters, categories=TAX.keys, n_boot=20)
+    assert list(report.confusion_homogeneity) == ["rules:b"]
+    assert report.confusion_homogeneity["rules:b"].n == 2

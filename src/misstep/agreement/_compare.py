@@ -25,10 +25,9 @@ class Raters:
 
     ratings: dict[str, dict[str, Rating]]
     """rater -> trace_id -> rating; people first, then the judges."""
-    judges: list[str]
-    """The raters that are judges (a judge id, with ``@RUN`` when a person has that name)."""
-    runs: list[LabelledRun]
-    """The judge runs, in the order given."""
+    judge_runs: dict[str, LabelledRun]
+    """The raters that are judges (a judge id, with ``@RUN`` when a person has that name),
+    each with the run its labels come from."""
     people: list[HumanLabel]
     """People's labels, adjudications included."""
     groups: dict[str, str] = field(default_factory=dict)
@@ -36,6 +35,11 @@ class Raters:
     from the traces)."""
     left_out: list[tuple[str, dict[str, int]]] = field(default_factory=list)
     """Per judge run with labels that are not ok (they rate nothing): (run, status -> count)."""
+
+    @property
+    def judges(self) -> list[str]:
+        """The raters that are judges, in the order of their runs."""
+        return list(self.judge_runs)
 
 
 def gather_raters(
@@ -46,7 +50,7 @@ def gather_raters(
     ``@RUN``); with ``by`` (``checkpoint`` or ``dataset``) each judged trace's group from its
     label."""
     ratings = human_raters(people)
-    raters = Raters(ratings=ratings, judges=[], runs=list(runs), people=list(people))
+    raters = Raters(ratings=ratings, judge_runs={}, people=list(people))
     for labelled in runs:
         stored = labelled.records
         found, status = judge_raters(stored)
@@ -56,7 +60,7 @@ def gather_raters(
         for name, rated in found.items():
             unique = name if name not in ratings else f"{name}@{labelled.labels_path}"
             ratings[unique] = rated
-            raters.judges.append(unique)
+            raters.judge_runs[unique] = labelled
         if by is not None:
             for trace_id, label in stored.items():
                 value = label.checkpoint if by == "checkpoint" else label.dataset
@@ -112,7 +116,7 @@ def _add_homogeneity(report: AgreementReport, raters: Raters, checkpoints: dict[
     report.n_human = len(agreed.types) if agreed is not None else 0
     if agreed is None:
         return
-    for name, labelled in zip(raters.judges, raters.runs, strict=False):
+    for name, labelled in raters.judge_runs.items():
         stored = labelled.records
         judged = ok_types(stored)
         ck = {t: lab.checkpoint for t, lab in stored.items() if lab.checkpoint is not None}
