@@ -144,7 +144,7 @@ def test_every_command_agrees(run: dict[str, Path]) -> None:
         ]
     )
     agree = _json(
-        ["agree", "--human", human, "--judge", labels, "--format", "json", "--n-boot", "20"]
+        ["agree", "--human", human, "--labels", labels, "--format", "json", "--n-boot", "20"]
     )
 
     by_ck = {row["checkpoint"]: row for row in summary}
@@ -372,7 +372,7 @@ def test_one_labelled_run_gives_one_answer(budget_run: dict[str, Path]) -> None:
     summary = _json(["summary", traces, "--by", "checkpoint", "--format", "json", *common])
     by_ds = _json(["summary", traces, "--by", "dataset", "--format", "json", *common])
     link = _json(["link", traces, *common, "--by", "dataset", "--format", "json"])
-    agree = _json(["agree", "--judge", labels, "--human", human, "--format", "json"])
+    agree = _json(["agree", "--labels", labels, "--human", human, "--format", "json"])
 
     # Every table shows the run's taxonomy, in its order, the unused type too.
     assert link["types"] == KEYS
@@ -498,7 +498,7 @@ def test_a_mistyped_or_moved_taxonomy_is_an_error(budget_run: dict[str, Path]) -
     for args in (
         ["summary", traces, "--labels", str(labels), "--human", str(bad)],
         ["link", traces, "--labels", str(labels), "--human", str(bad)],
-        ["agree", "--judge", str(labels), "--human", str(bad)],
+        ["agree", "--labels", str(labels), "--human", str(bad)],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output

@@ -144,7 +144,7 @@ def test_summary_and_link_say_which_estimator_and_how_many_labels(tmp_path: Path
 
 def test_agree_counts_human_labels_and_tests_one_confusion(tmp_path: Path) -> None:
     traces, run, human = _run(tmp_path, n_human=40)
-    args = ["agree", "--human", str(human), "--judge", str(run), "--traces", str(traces)]
+    args = ["agree", "--human", str(human), "--labels", str(run), "--traces", str(traces)]
     result = runner.invoke(app, [*args, "--by", "checkpoint", "--format", "json", "--n-boot", "20"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)

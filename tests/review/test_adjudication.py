@@ -120,7 +120,7 @@ def test_agree_summary_and_link_read_the_adjudication(fx: Fixture, tmp_path: Pat
         link_before = _json(
             ["link", str(fx.traces), "--labels", str(fx.run_dir), "--format", "json"]
         )
-        agree_args = ["agree", "--judge", str(fx.run_dir), "--format", "json", "--n-boot", "20"]
+        agree_args = ["agree", "--labels", str(fx.run_dir), "--format", "json", "--n-boot", "20"]
         agree_before = _json(agree_args)
         assert (
             _adjudicate(c, _label(a, annotator="carol", error_type="misread", first_error_step=0))[

@@ -211,7 +211,7 @@ def test_labels_are_stored_and_read_by_agree(fx: Fixture) -> None:
             "agree",
             "--human",
             str(path),
-            "--judge",
+            "--labels",
             str(fx.run_dir),
             "--format",
             "json",

@@ -86,7 +86,7 @@ def compare_raters(
         raise AnalysisError(
             f"agreement needs at least two raters; found {len(names)}: "
             + (", ".join(names) or "none"),
-            hint="pass labels of two or more annotators, or add --judge RUN_DIR",
+            hint="pass labels of two or more annotators, or add --labels RUN_DIR",
         )
     report = agreement_report(
         raters.ratings,

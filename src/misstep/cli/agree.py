@@ -45,16 +45,16 @@ def agree(
             "--human",
             metavar="FILE",
             help="People's labels: human-labels JSONL/CSV, a filled-in `sample` task, or a "
-            "Label Studio JSON export. Repeatable. A --judge run's RUN_DIR/human/*.jsonl "
+            "Label Studio JSON export. Repeatable. The --labels runs' RUN_DIR/human/*.jsonl "
             "are read too.",
         ),
     ] = None,
-    judge: Annotated[
+    labels: Annotated[
         list[Path] | None,
         typer.Option(
-            "--judge",
+            "--labels",
             metavar="RUN_DIR",
-            help="A label run directory (or labels.jsonl). Repeatable.",
+            help="A label run directory (or labels.jsonl): its judge is a rater. Repeatable.",
         ),
     ] = None,
     by: Annotated[
@@ -82,16 +82,18 @@ def agree(
     """How well judges and people agree: pairs, all raters, per category, first error step."""
     for path in human or []:
         check_input(path, "--human")
-    judge = [label_run(path, "--judge") for path in judge or []]
+    runs_given = [label_run(path, "--labels") for path in labels or []]
     if traces is not None:
         check_input(traces, "--traces")
     from misstep.agreement import compare_raters, gather_raters, load_labelled_run
     from misstep.cli._agree_tables import print_homogeneity, print_report
     from misstep.labels import gather_human_files, read_human_labels
 
-    runs = [load_labelled_run(run, None, taxonomy=taxonomy, full=True, seed=seed) for run in judge]
+    runs = [
+        load_labelled_run(run, None, taxonomy=taxonomy, full=True, seed=seed) for run in runs_given
+    ]
     tax = _one_taxonomy(runs, taxonomy)
-    files = gather_human_files(human or [], judge)
+    files = gather_human_files(human or [], runs_given)
     people = [label for path in files for label in read_human_labels(path, keys=tax.keys)]
     by_name = str(by) if by is not None else None
     raters = gather_raters(people, runs, by=by_name)
@@ -129,7 +131,7 @@ def _groups_of_traces(
             option="--by",
             value=str(by),
             allowed="a split the labels can give",
-            hint="pass --judge RUN_DIR (labels carry checkpoint and dataset) or --traces FILE",
+            hint="pass --labels RUN_DIR (labels carry checkpoint and dataset) or --traces FILE",
         )
 
 
@@ -175,7 +177,7 @@ def _one_taxonomy(runs: list[LabelledRun], taxonomy: Path | None) -> Taxonomy:
     for other in runs[1:]:
         if other.taxonomy.hash != first.hash:
             raise OptionError(
-                option="--judge",
+                option="--labels",
                 value=str(other.labels_path),
                 allowed=f"label runs made with one taxonomy ({first.id}, hash {first.hash}, "
                 f"as {runs[0].labels_path}); this one used {other.taxonomy.id} "
