@@ -4,7 +4,6 @@ in every field runs nothing."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,68 +12,25 @@ from urllib.parse import quote
 import orjson
 import pytest
 
+from tests.review.browser_fixture import CHROMIUM, DRIVER, SHOTS, chrome
+from tests.review.browser_fixture import inert as _inert
+from tests.review.browser_fixture import ready as _ready
 from tests.review.review_fixture import HOSTILE, JUDGE, Fixture, make_run, review_data, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-SHOTS = Path(__file__).resolve().parents[2] / "benchmarks" / "out"
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 if CHROMIUM is None or DRIVER is None:
     pytest.skip("no chromium and chromium-driver on PATH", allow_module_level=True)
 
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--window-size=1400,1000",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(
-        service=webdriver.ChromeService(executable_path=DRIVER), options=options
-    )
-    driver.set_page_load_timeout(60)
-    try:
+    with chrome(tmp_path / "profile") as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def _ready(driver: Any) -> None:
-    WebDriverWait(driver, 30).until(
-        lambda d: d.execute_script("return document.body.dataset.ready || ''") != ""
-    )
-    assert driver.execute_script("return document.body.dataset.ready") == "1", driver.find_element(
-        By.ID, "error"
-    ).text
-
-
-def _inert(driver: Any) -> None:
-    """Nothing hostile ran: no global set, no dialog open, no element with a handler."""
-    assert driver.execute_script("return window.__pwned === undefined")
-    with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text  # noqa: B018 - raises unless an alert() is open
-    found = driver.execute_script(
-        "return document.querySelectorAll('[onerror],[onload],[onclick],script:not([src]),"
-        'svg,img,iframe,a[href^="javascript:"]\').length'
-    )
-    assert found == 0
-    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    assert not errors, errors
 
 
 @pytest.fixture
