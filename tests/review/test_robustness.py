@@ -1,6 +1,7 @@
 """Issue 34, item 11, against the real server: bodies JSON cannot hold or Python cannot
-parse get a 4xx JSON answer; and at the file-descriptor limit the server neither burns a core
-nor floods its log, and answers again once descriptors free up."""
+parse get a 4xx JSON answer; the list filtered to "not yet labelled by me" survives the same
+person's writes; and at the file-descriptor limit the server neither burns a core nor floods
+its log, and answers again once descriptors free up."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
+from misstep.labels import LabelStatus, RunManifest, StoredLabel, write_manifest
+from misstep.rollouts import input_digest
+from misstep.taxonomy import load_taxonomy
 from tests.review.review_fixture import Fixture, make_run, review_data, serving
 from tests.review.test_api import Client, _label
 
@@ -47,6 +54,100 @@ def test_bodies_json_cannot_hold_get_a_400_and_write_nothing(fx: Fixture) -> Non
             assert c.request("POST", path, deep)[0] == 400
     lines = (fx.run_dir / "human" / "alice.jsonl").read_bytes().splitlines()
     assert len(lines) == 1
+
+
+def _wide_run(tmp: Path, n: int) -> Fixture:
+    """``n`` small traces (one checkpoint, four samples a problem), one judge label."""
+    tmp.mkdir(parents=True)
+    rows = [
+        {
+            "trace_id": f"t{i}",
+            "problem_id": f"p{i // 4}",
+            "checkpoint": "ck",
+            "dataset": "d",
+            "sample_idx": i % 4,
+            "problem": "What is 2 + 3?",
+            "response": "2 + 3 = 5.\n\nSo \\boxed{5}.",
+            "gold_answer": "5",
+            "correct": True,
+        }
+        for i in range(n)
+    ]
+    traces = tmp / "traces.jsonl"
+    traces.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    run_dir = tmp / "run"
+    run_dir.mkdir()
+    label = StoredLabel(trace_id="t0", judge="rules", status=LabelStatus.OK, error_type=None)
+    (run_dir / "labels.jsonl").write_bytes(orjson.dumps(label.model_dump(mode="json")) + b"\n")
+    tax = load_taxonomy(None)
+    write_manifest(
+        run_dir,
+        RunManifest(
+            input_sha256=input_digest(traces),
+            judge="rules",
+            taxonomy_id=tax.id,
+            taxonomy_version=str(tax.version),
+            taxonomy_hash=tax.hash,
+        ),
+    )
+    ids = [str(r["trace_id"]) for r in rows]
+    return Fixture(traces=traces, run_dir=run_dir, trace_ids=ids, wrong_ids=[])
+
+
+@pytest.fixture
+def fast_switching() -> Iterator[None]:
+    """Threads switch every microsecond: a race shows in seconds, not in hours."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.slow
+def test_not_yet_labelled_survives_the_same_persons_writes(
+    tmp_path: Path, fast_switching: None
+) -> None:
+    fx = _wide_run(tmp_path / "data", 300)
+    # Alice has labelled 40,000 traces of an earlier input already: a long set to iterate.
+    human = fx.run_dir / "human"
+    human.mkdir()
+    (human / "alice.jsonl").write_bytes(
+        b"".join(
+            orjson.dumps({"trace_id": f"old{i}", "annotator": "alice", "verdict": "no_error"})
+            + b"\n"
+            for i in range(40_000)
+        )
+    )
+    errors: list[Any] = []
+    with serving(review_data(fx, queue_n=1)) as server:
+        c = Client(server)
+        writing = True
+
+        def write() -> None:
+            for t in fx.trace_ids:
+                status, _, body = c.post(
+                    _label(t, error_type="no_error", first_error_step=None, annotator="alice")
+                )
+                if status != 200:
+                    errors.append(("write", status, body))
+            nonlocal writing
+            writing = False
+
+        def read() -> None:
+            while writing:
+                status, _, body = c.get("/api/traces?todo=1&annotator=alice&limit=1")
+                if status != 200:
+                    errors.append(("read", status, body))
+
+        threads = [threading.Thread(target=f) for f in (write, read, read)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=300)
+        assert c.get("/api/traces?todo=1&annotator=alice")[2]["total"] == 0
+    assert not errors, errors[:3]
 
 
 _CHILD = """
