@@ -758,7 +758,11 @@ class ReviewData:
         return {
             "n_traces": self.n,
             "n_labels": len(self.label_rows),
-            "n_human": len(self.human.current),
+            # Traces people labelled (a trace two people labelled counts once), their labels
+            # (one per person and trace) and the people.
+            "n_human": len(self.human.by_trace),
+            "n_human_labels": len(self.human.current),
+            "n_annotators": len(self.human.done),
             "blind": self.blind,
             "adjudicate": self.adjudicate_mode,
             "with_judge": self.with_judge,
