@@ -554,7 +554,7 @@
       if (next === null) {
         detail = await getJSON(detailUrl(body.annotator || ""));
         render();
-        document.getElementById("saved").textContent = queueMode ? "saved: the queue is done" : "saved: last trace of the list";
+        document.getElementById("saved").textContent = pos === null ? "saved" : queueMode ? "saved: the queue is done" : "saved: last trace of the list";
         return;
       }
       window.location.href = traceHref(next.id, context(next.pos));
