@@ -348,7 +348,9 @@ class ReviewData:
         if f.todo:
             if annotator is None:
                 raise BadRequest("todo needs an annotator: whose labels?")
-            done = [self.row_of[t] for t in self.human.done.get(annotator, ()) if t in self.row_of]
+            with self._lock:  # the person's writes add to the set from other threads
+                mine = list(self.human.done.get(annotator, ()))
+            done = [self.row_of[t] for t in mine if t in self.row_of]
             mask[np.array(done, dtype=np.int64)] = False
         if f.q:
             mask &= self._search(f.q)
@@ -714,8 +716,10 @@ class ReviewData:
             for t, r in self.label_rows.items()
             if r.status == LabelStatus.OK
         }
+        with self._lock:  # people's writes add to the state from other threads
+            pairs = self.human.disagreements(judge, with_judge=self.with_judge)
         items = []
-        for trace_id, labels in self.human.disagreements(judge, with_judge=self.with_judge):
+        for trace_id, labels in pairs:
             row = self.row_of.get(trace_id)
             if row is None:
                 continue
@@ -751,7 +755,11 @@ class ReviewData:
         return {
             "n_traces": self.n,
             "n_labels": len(self.label_rows),
-            "n_human": len(self.human.current),
+            # Traces people labelled (a trace two people labelled counts once), their labels
+            # (one per person and trace) and the people.
+            "n_human": len(self.human.by_trace),
+            "n_human_labels": len(self.human.current),
+            "n_annotators": len(self.human.done),
             "blind": self.blind,
             "adjudicate": self.adjudicate_mode,
             "with_judge": self.with_judge,

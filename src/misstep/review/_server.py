@@ -10,7 +10,8 @@ style for a data layer that is synchronous anyway.
 
 - The access token is never a cookie: the printed URL carries it in the fragment
   (``/#token=...``, which browsers never send), the page keeps it in the tab's
-  ``sessionStorage`` and sends ``Authorization: Bearer TOKEN`` with every API call. Pages and
+  ``sessionStorage`` and in ``localStorage`` (both per origin; the latter for tabs the person
+  opens from the app) and sends ``Authorization: Bearer TOKEN`` with every API call. Pages and
   static files are public (they are the package's own files); every ``/api/`` route needs the
   token. A cookie of another local app is never read, so it can lock nobody out.
 - Writes (POST) need JSON and, when the browser sends one, an ``Origin`` equal to the
@@ -22,6 +23,9 @@ style for a data layer that is synchronous anyway.
 - A request must arrive whole (headers and body) within ``request_timeout`` seconds of the
   connection opening or of the previous answer, else the connection is dropped: one asyncio
   task per connection, no thread, so 150 stalled uploads delay nobody.
+- A body JSON cannot hold (nested past 1024 levels, a lone surrogate) is a 400; an error
+  nobody foresaw is a 500 in JSON, its traceback in the log. At the file-descriptor limit the
+  server waits for descriptors quietly (``_AcceptErrors``).
 - Pages are static files bundled in the package; data reaches them only as JSON that the
   script puts into the page as text (``textContent``) or through KaTeX (bundled), under a
   strict Content-Security-Policy (scripts, styles and fonts from this server only, nothing
@@ -36,6 +40,7 @@ import asyncio
 import hmac
 import json
 import logging
+import resource
 import secrets
 import socket
 import threading
@@ -44,6 +49,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -184,6 +190,70 @@ class _Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
+_ACCEPT_BACKLOG = 128
+"""The listening socket's backlog, and so (asyncio passes it on) the most ``accept`` calls
+asyncio makes on one wake-up of the listening socket."""
+_ACCEPT_REPORT_EVERY = 60.0
+"""Seconds between two warnings that connections wait for a file descriptor."""
+
+
+class _AcceptErrors:
+    """The event loop's exception handler: "socket.accept() out of system resource" (the
+    process is at its file-descriptor limit) becomes one warning a minute with a count instead
+    of a traceback for each try.
+
+    asyncio (before the fix of cpython#151615, in the Pythons misstep supports) keeps calling
+    ``accept`` after the first EMFILE for the rest of its loop over the backlog, logging a
+    traceback and scheduling a retry each time: with uvicorn's backlog of 2048, megabytes of
+    tracebacks a second and a core kept busy. The backlog is 128 here (``_ACCEPT_BACKLOG``)
+    and this handler rate-limits the report; the waiting connections are accepted as soon as
+    descriptors free up (asyncio retries every second)."""
+
+    def __init__(self, every: float = _ACCEPT_REPORT_EVERY) -> None:
+        self.every = every
+        self.missed = 0
+        self.last: float | None = None
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        self.missed += 1
+        now = loop.time()
+        if self.last is None or now - self.last >= self.every:
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            _log.warning(
+                "out of file descriptors (ulimit -n: %s): new connections wait until others "
+                "close (%d failed accept(s) since the last report; raise the limit with "
+                "ulimit -n)",
+                soft,
+                self.missed,
+            )
+            self.last, self.missed = now, 0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server with ``_AcceptErrors`` on its event loop."""
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        asyncio.get_running_loop().set_exception_handler(_AcceptErrors())
+        await super().serve(sockets=sockets)
+
+
+def _raise_file_limit() -> int:
+    """Raise the soft limit on open files to the hard one (macOS starts at 256, Linux often
+    at 1024, each connection takes one); returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # macOS refuses more than kern.maxfilesperproc
+        return soft
+    return target
+
+
 class ReviewServer:
     """The Starlette app, the uvicorn server that serves it, and what the routes share."""
 
@@ -219,7 +289,7 @@ class ReviewServer:
             ) from None
         # Listening now: a client that reads the printed URL may connect before uvicorn has
         # started; its connection waits in the backlog instead of being refused.
-        self.socket.listen(2048)
+        self.socket.listen(_ACCEPT_BACKLOG)
         self.host = host
         self.port = int(self.socket.getsockname()[1])
         self.wildcard = host in ("0.0.0.0", "::", "")
@@ -233,13 +303,17 @@ class ReviewServer:
         self.config = uvicorn.Config(
             self.app,
             http=protocol,
+            # asyncio's own loop even where uvloop is installed: _AcceptErrors handles its
+            # accept errors.
+            loop="asyncio",
+            backlog=_ACCEPT_BACKLOG,
             lifespan="off",
             log_config=None,
             access_log=False,
             timeout_keep_alive=5,
             timeout_graceful_shutdown=2,
         )
-        self.server = uvicorn.Server(self.config)
+        self.server = _Server(self.config)
         self._thread: threading.Thread | None = None
 
     # --- addresses ----------------------------------------------------------------------
@@ -273,7 +347,9 @@ class ReviewServer:
     # --- running --------------------------------------------------------------------------
 
     def serve_forever(self) -> None:
-        """Serve until ``shutdown`` (or Ctrl-C in the main thread)."""
+        """Serve until ``shutdown`` (or Ctrl-C in the main thread), with the soft limit on
+        open files raised to the hard one."""
+        _raise_file_limit()
         self.server.run(sockets=[self.socket])
 
     def start(self) -> None:
@@ -326,9 +402,12 @@ class ReviewServer:
         except ClientDisconnect:
             raise _Error(400, "the client went away") from None
         try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise _Error(400, "the body is not JSON") from None
+            # orjson, not json: a body nested deeper than 1024 levels or holding a lone
+            # surrogate (which no label file could store) is a JSONDecodeError, not a
+            # RecursionError or a failed write later.
+            return orjson.loads(bytes(raw))
+        except orjson.JSONDecodeError as exc:
+            raise _Error(400, f"the body is not valid JSON: {exc}") from None
 
     # --- routes ---------------------------------------------------------------------------
 
@@ -410,6 +489,9 @@ class ReviewServer:
             except MisstepError as exc:
                 _log.error("not stored: %s", exc)
                 return self._json(500, {"error": f"not stored: {exc}"})
+            except Exception:  # a bug: still JSON for the page, the traceback to the log
+                _log.exception("error answering %s %r", request.method, request.url.path)
+                return self._json(500, {"error": "internal error (logged by the server)"})
 
         return endpoint
 
