@@ -1,6 +1,6 @@
-"""Lower layers never import higher ones: rollouts -> taxonomy -> labels -> prompts -> judge
--> metrics -> agreement -> discover -> link -> report -> review -> pipelines -> cli. Checked on
-the source text (ast), so lazy imports inside functions count too."""
+"""Lower layers never import higher ones: rollouts -> taxonomy -> verdict -> labels -> prompts
+-> judge -> metrics -> agreement -> discover -> link -> report -> review -> pipelines -> cli.
+Checked on the source text (ast), so lazy imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "misstep"
 ORDER = [
     "rollouts",
     "taxonomy",
+    "verdict",
     "labels",
     "prompts",
     "judge",

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, Try
-from misstep.labels import LabelStatus
+from misstep.verdict import LabelStatus
 
 __all__ = [
     "EngineRequest",

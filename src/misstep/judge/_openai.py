@@ -38,7 +38,7 @@ from misstep.judge._exchange import (
 )
 from misstep.judge._protocol import JudgeResult
 from misstep.judge._retry import backoff_delay
-from misstep.labels import LabelStatus
+from misstep.verdict import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig

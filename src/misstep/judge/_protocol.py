@@ -10,8 +10,8 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from misstep.errors import OptionError
-from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
+from misstep.verdict import LabelStatus
 
 __all__ = ["Judge", "JudgeRequest", "JudgeResult", "Try", "declared"]
 

@@ -10,10 +10,10 @@ from misstep.judge._arith import find_arithmetic_error
 from misstep.judge._config import JudgeConfig, judge_id
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
 from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
-from misstep.labels import LabelStatus
 from misstep.prompts import prompt_hash
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy
+from misstep.verdict import LabelStatus
 
 __all__ = ["MAX_TRACE_CHARS", "RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_rules_judge"]
 

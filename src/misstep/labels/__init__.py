@@ -3,7 +3,6 @@ trace), the run manifest, and people's labels."""
 
 from misstep.labels._budget import label_sample
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
-from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
     HUMAN_DIR,
@@ -23,7 +22,7 @@ from misstep.labels._manifest import (
     write_manifest,
 )
 from misstep.labels._ownership import check_labels_input
-from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
+from misstep.labels._record import LABEL_RECORD_VERSION, StoredLabel
 from misstep.labels._run import (
     NOT_SAMPLED,
     REJECTS_FILE,
@@ -48,6 +47,7 @@ from misstep.labels._store import (
     read_status_index,
 )
 from misstep.labels._tail import repair_tail
+from misstep.verdict import LabelStatus, evidence_in_text
 
 __all__ = [
     "ADJUDICATOR",

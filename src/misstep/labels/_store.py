@@ -18,8 +18,9 @@ import orjson
 from pydantic import ValidationError
 
 from misstep.errors import LabelStoreError
-from misstep.labels._record import LabelStatus, StoredLabel
+from misstep.labels._record import StoredLabel
 from misstep.labels._tail import repair_tail
+from misstep.verdict import LabelStatus
 
 __all__ = [
     "LABELS_FILE",
