@@ -107,6 +107,7 @@ PUBLIC = {
         "label_sample",
         "labels_path",
         "majority_labels",
+        "make_manifest",
         "read_human_labels",
         "read_label_rows",
         "read_labels",

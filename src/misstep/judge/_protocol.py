@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from misstep.errors import OptionError
 from misstep.rollouts import Trace
 from misstep.verdict import LabelStatus
+
+if TYPE_CHECKING:
+    from misstep.judge._spec import JudgeSpec
 
 __all__ = ["Judge", "JudgeRequest", "JudgeResult", "Try", "declared"]
 
@@ -122,6 +125,10 @@ class Judge(Protocol):
     server_info: Mapping[str, Any] = MappingProxyType({})
     """What the server said of itself (``GET /version``, ``max_model_len``), for the
     manifest."""
+    spec: JudgeSpec | None = None
+    """The one specification of this judge's run (``JudgeSpec``: the id, schema, sampling,
+    concurrency and retry policy), made once from the configuration with the model resolved;
+    None for a backend that does not say, whose run makes it from the configuration."""
 
     @property
     def judge_id(self) -> str:

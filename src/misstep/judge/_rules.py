@@ -7,10 +7,10 @@ import time
 
 from misstep.errors import OptionError
 from misstep.judge._arith import find_arithmetic_error
-from misstep.judge._config import JudgeConfig, judge_id
+from misstep.judge._config import JudgeConfig
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
-from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
-from misstep.prompts import prompt_hash
+from misstep.judge._schema import EVIDENCE_MAX_CHARS
+from misstep.judge._spec import JudgeSpec
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy
 from misstep.verdict import LabelStatus
@@ -67,12 +67,15 @@ class RulesJudge(Judge):
                 f"traces it cannot decide (taxonomy {taxonomy.id} has {', '.join(keys)})",
             )
         self._fallback = fallback
-        self._label = label_model(taxonomy)
-        self._id = judge_id(config, taxonomy.hash, prompt_hash())
+        spec = JudgeSpec(config, taxonomy)
+        self.spec = spec
+        """The run's one specification (the id)."""
+        self._label = spec.label_type
+        self._id = spec.judge_id
 
     @property
     def judge_id(self) -> str:
-        """Short id of this configuration."""
+        """Short id of this configuration (the spec's)."""
         return self._id
 
     max_trace_chars = MAX_TRACE_CHARS

@@ -44,6 +44,7 @@ from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, JudgeRequest, JudgeSpec, request_seed
 from misstep.labels import SELECTIONS_FILE, LabelRun, LabelStatus
 from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN
+from misstep.pipelines._records import manifest_of
 from misstep.rollouts import Trace, load_graded, read_traces
 
 if TYPE_CHECKING:
@@ -228,13 +229,15 @@ def run_selection(
     schema["additionalProperties"] = False
     schema["required"] = ["analysis", "choice"]
     judge = backend.for_label(Selection, schema, jid)
-    manifest = JudgeSpec(config, taxonomy).manifest(
+    spec = backend.spec or JudgeSpec(config, taxonomy)
+    manifest = manifest_of(
+        spec,
         traces_path,
         judge_id=backend.judge_id,
         digest=digest,
         options={"mode": "select", "max_candidates": max_candidates},
-        server_model=backend.server_model,
-        server=backend.server_info,
+        judge=backend,
+        asked=config,
     )
     with LabelRun.selections(run_dir, manifest) as out:
         done = {
@@ -250,7 +253,7 @@ def run_selection(
                 todo,
                 cands,
                 texts,
-                config,
+                spec,
                 jid,
                 max_candidate_chars,
                 out.append,
@@ -272,7 +275,7 @@ async def _select_all(
     todo: list[tuple[str, str, str]],
     cands: dict[tuple[str, str, str], list[Candidate]],
     texts: dict[str, Trace],
-    config: JudgeConfig,
+    spec: JudgeSpec,
     jid: str,
     limit: int,
     write: Any,
@@ -281,7 +284,8 @@ async def _select_all(
     """Ask every failure of ``todo``; each record is written (``write``) as it arrives.
     Returns the number written; raises JudgeUnavailableError when the servers stop
     answering."""
-    gate = asyncio.Semaphore(config.concurrency)
+    config = spec.config
+    gate = asyncio.Semaphore(spec.in_flight(backend.preferred_concurrency))
     down_streak = 0
 
     async def one(key: tuple[str, str, str]) -> SelectionRecord:
