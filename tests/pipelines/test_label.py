@@ -90,6 +90,9 @@ def test_end_to_end_with_fake_server_then_resume(
     assert manifest is not None
     assert manifest.judge == summary.judge
     assert manifest.server_model == "fake-judge"
+    # the model was not named: the manifest records the one the id names (the served one)
+    assert manifest.judge_config["model"] == "fake-judge"
+    assert manifest.judge_config["base_url"] == fake.base_url
     assert manifest.taxonomy_hash == TAXONOMY.hash
     assert manifest.inputs[0].path == str(traces.resolve())
     assert manifest.versions["openai"]

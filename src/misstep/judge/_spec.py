@@ -185,10 +185,10 @@ class JudgeSpec:
         for every trace: they come from the configuration alone)."""
         return template_kwargs(self.config.reasoning_effort, self.config.chat_template_kwargs)
 
-    def recorded_config(self, config: JudgeConfig | None = None) -> dict[str, Any]:
-        """The configuration as a run manifest records it (``config``, else this spec's): its
-        URLs without credentials, never a key."""
-        recorded = (config or self.config).model_dump(mode="json")
+    def recorded_config(self) -> dict[str, Any]:
+        """The configuration as a run manifest records it (the model resolved): its URLs
+        without credentials, never a key."""
+        recorded = self.config.model_dump(mode="json")
         if "base_url" in recorded:
             recorded["base_url"] = _public_url(recorded["base_url"])
         recorded["extra_base_urls"] = [

@@ -144,8 +144,6 @@ class LiveLabeller:
     judge: Judge
     spec: JudgeSpec
     """The run's one specification (the judge's own, else made from the configuration)."""
-    config: JudgeConfig
-    """The configuration as asked."""
     run: LabelRun | None
     """Where records go; None: built only (a Ray actor hands them back to the driver)."""
     progress: LabelProgress
@@ -156,6 +154,8 @@ class LiveLabeller:
     """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
 
     def __post_init__(self) -> None:
+        self.config = self.spec.config
+        """The run's configuration, the model resolved."""
         # A batching backend (vllm) asks for more requests in flight to fill its batches.
         self.call_limit = self.spec.in_flight(self.judge.preferred_concurrency)
         """Requests in flight at most (the semaphore ``calls``)."""
@@ -374,11 +374,10 @@ async def _arun(
                 "per_checkpoint",
                 "pilot",
             )
-            record_manifest(run, spec, recorded, judge=judge, asked=config)
+            record_manifest(run, spec, recorded, judge=judge)
             live = LiveLabeller(
                 judge=judge,
                 spec=spec,
-                config=config,
                 run=run,
                 progress=state,
                 on_progress=progress,

@@ -106,7 +106,6 @@ class _JudgeActor:
         self.run = LiveLabeller(
             judge=judge,
             spec=judge.spec or JudgeSpec(self.config, self.taxonomy),
-            config=self.config,
             run=None,
             progress=LabelProgress(),
             on_progress=None,
@@ -181,13 +180,13 @@ def label_with_ray(
                     "include_correct", "limit", "per_checkpoint", "pilot", "skip_invalid"
                 ),
             }
-            record_manifest(run, spec, recorded, judge=judge, asked=config)
+            record_manifest(run, spec, recorded, judge=judge)
             if rows:
                 dataset = ray.data.read_parquet(str(work))
                 if engine:
                     records = _engine_records(dataset, spec, run.judge_id, actors, batch_size)
                 else:
-                    records = _actor_records(ray, dataset, config, actors, batch_size)
+                    records = _actor_records(ray, dataset, spec.config, actors, batch_size)
                 for raw in records:
                     counts.add(run, StoredLabel.model_validate_json(raw))
             work.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from misstep.labels import RunManifest, StoredLabel, make_manifest, record_of
 
 if TYPE_CHECKING:
-    from misstep.judge import Judge, JudgeConfig, JudgeResult, JudgeSpec
+    from misstep.judge import Judge, JudgeResult, JudgeSpec
     from misstep.labels import LabelRun
     from misstep.rollouts import Trace
 
@@ -29,18 +29,17 @@ def manifest_of(
     options: Mapping[str, Any],
     judge: Judge | None = None,
     server_model: str | None = None,
-    asked: JudgeConfig | None = None,
 ) -> RunManifest:
-    """The manifest of a run of ``spec`` over ``traces_path``: its recorded ``options``, the
-    server as ``judge`` reports it (or ``server_model`` for a judge that is a file), the
-    configuration as ``asked`` (None: the spec's)."""
+    """The manifest of a run of ``spec`` over ``traces_path``: the spec's configuration (the
+    model resolved), its recorded ``options``, the server as ``judge`` reports it (or
+    ``server_model`` for a judge that is a file)."""
     from misstep.prompts import prompt_hash
 
     return make_manifest(
         traces_path,
         digest=digest,
         judge=judge_id,
-        judge_config=spec.recorded_config(asked),
+        judge_config=spec.recorded_config(),
         taxonomy=spec.taxonomy,
         prompt_hash=prompt_hash(),
         seed=spec.config.seed,
@@ -57,7 +56,6 @@ def record_manifest(
     *,
     judge: Judge | None = None,
     server_model: str | None = None,
-    asked: JudgeConfig | None = None,
 ) -> None:
     """Write the manifest of ``run`` (``manifest_of``), the directory's earlier ones kept."""
     run.record_manifest(
@@ -69,7 +67,6 @@ def record_manifest(
             options=options,
             judge=judge,
             server_model=server_model,
-            asked=asked,
         )
     )
 

@@ -237,7 +237,6 @@ def run_selection(
         digest=digest,
         options={"mode": "select", "max_candidates": max_candidates},
         judge=backend,
-        asked=config,
     )
     with LabelRun.selections(run_dir, manifest) as out:
         done = {
