@@ -122,7 +122,9 @@ PUBLIC = {
     ],
     "misstep.prompts": [
         "RenderedPrompt",
+        "disarm_tags",
         "estimate_tokens",
+        "fence",
         "prompt_hash",
         "render_judge_prompt",
         "split_steps",

@@ -66,10 +66,13 @@ class JudgeRound:
 
 
 def _fence(texts: list[str]) -> str:
+    """The texts as data: one JSON-quoted line each (cut to 400 characters) in one block."""
+    from misstep.prompts import fence
+
     rows = "\n".join(
         f"[{i}] {json.dumps(t[:400], ensure_ascii=False)}" for i, t in enumerate(texts)
     )
-    return f"<texts>\n{rows}\n</texts>"
+    return fence("texts", rows)
 
 
 class _Client:

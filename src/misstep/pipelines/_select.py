@@ -45,6 +45,7 @@ from misstep.judge import JudgeConfig, JudgeRequest, JudgeSpec, request_seed
 from misstep.labels import SELECTIONS_FILE, LabelRun, LabelStatus
 from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN
 from misstep.pipelines._records import manifest_of
+from misstep.prompts import fence
 from misstep.rollouts import Trace, load_graded, read_traces
 
 if TYPE_CHECKING:
@@ -151,12 +152,6 @@ def _judge_id(config: JudgeConfig) -> str:
 
     prompt = hashlib.sha256(_SYSTEM.encode()).hexdigest()
     return judge_id(config, "select", prompt, Selection.model_json_schema(), kind="select")
-
-
-def _fence(text: str, limit: int) -> str:
-    # Keep the end, where the final answer is; never let the text close its own tag.
-    cut = text if len(text) <= limit else "[...] " + text[-limit:]
-    return cut.replace("</candidate>", "</ candidate>").replace("</problem>", "</ problem>")
 
 
 def _candidates(graded: pd.DataFrame, k: int) -> dict[tuple[str, str, str], list[Candidate]]:
@@ -308,11 +303,17 @@ async def _select_all(
             )
         first = texts.get(shown[0].trace_id)
         problem = next((texts[c.trace_id].problem for c in shown if texts.get(c.trace_id)), None)
-        parts = [f"<problem>\n{_fence(problem or '(problem text not given)', limit)}\n</problem>"]
+        # Each text keeps its end, where the final answer is; none can close or forge a block.
+        shown_problem = problem or "(problem text not given)"
+        parts = [fence("problem", shown_problem, others=("candidate",), keep_last=limit)]
         for i, cand in enumerate(shown):
             trace = texts.get(cand.trace_id)
-            body = _fence(trace.response if trace is not None else "", limit)
-            parts.append(f'<candidate number="{i}">\n{body}\n</candidate>')
+            body = trace.response if trace is not None else ""
+            parts.append(
+                fence(
+                    "candidate", body, attrs=f' number="{i}"', others=("problem",), keep_last=limit
+                )
+            )
         messages = [
             {"role": "system", "content": _SYSTEM},
             {"role": "user", "content": "\n\n".join(parts)},
