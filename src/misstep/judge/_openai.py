@@ -286,6 +286,22 @@ class OpenAIJudge(ModelJudge):
         server.served += 1
         return reply
 
+    async def embed(self, texts: list[str]) -> list[list[float]] | None:
+        """Embeddings of ``texts`` from a server of this judge (``/v1/embeddings``, the same
+        model); None when it serves none (vLLM answers a generative model's request with an
+        error)."""
+        server = self._pick()
+        try:
+            reply = await asyncio.wait_for(
+                server.client.post(
+                    "/embeddings", cast_to=object, body={"model": self.model, "input": texts}
+                ),
+                self._deadline_s,
+            )
+            return [[float(v) for v in item["embedding"]] for item in reply["data"]]
+        except (openai.OpenAIError, TimeoutError, KeyError, TypeError, ValueError):
+            return None
+
     async def _attempt(self, body: dict[str, Any]) -> Sent:
         """One attempt over the wire, with the transport's own retries (5xx, timeouts,
         connection errors, with backoff) and failover between servers."""

@@ -148,6 +148,11 @@ class Judge(Protocol):
         any per-character work; None: judge it."""
         return None
 
+    async def embed(self, texts: list[str]) -> list[list[float]] | None:
+        """Embeddings of ``texts`` from the judge's server (``/v1/embeddings``, for
+        ``misstep discover``'s sample); None when it serves none."""
+        return None
+
     def take_notices(self) -> list[str]:
         """Messages for the user since the last call (a server dropped), then forgotten."""
         return []
