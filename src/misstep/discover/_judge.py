@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from misstep.defaults import DiscoverDefaults, JudgeDefaults
 from misstep.discover._inputs import DiscoverText
 from misstep.errors import JudgeUnavailableError
 
@@ -49,21 +50,30 @@ class Proposal(BaseModel):
     categories: list[_ProposedType] = Field(min_length=1, max_length=4)
 
 
-@dataclass(frozen=True)
-class JudgeDiscoverSettings:
-    """How to reach the server and how much to ask of it."""
+class JudgeDiscoverSettings(BaseModel):
+    """How to reach the server and how much to ask of it (defaults:
+    ``misstep.defaults.DiscoverDefaults``, and the judge's for the sampling)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     base_url: str
+    """The server's OpenAI-compatible URL, e.g. ``http://127.0.0.1:8000/v1``."""
     model: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    concurrency: int = 8
-    seed: int = 0
-    sample: int = 40
+    """The model to ask; None: the only one the server serves."""
+    temperature: float = Field(default=JudgeDefaults.temperature, ge=0.0)
+    """Sampling temperature."""
+    max_tokens: int = Field(default=JudgeDefaults.max_tokens, ge=1)
+    """Longest reply, in tokens."""
+    concurrency: int = Field(default=DiscoverDefaults.concurrency, ge=1)
+    """Requests in flight at once."""
+    seed: int = DiscoverDefaults.seed
+    """Seed of the sample and of every request."""
+    sample: int = Field(default=DiscoverDefaults.sample, ge=2)
     """Texts shown when proposing types (each cut to 400 characters)."""
-    rounds: int = 2
+    rounds: int = Field(default=DiscoverDefaults.rounds, ge=1)
     """Proposal rounds: the second and later ones see only the texts still unassigned."""
-    timeout_s: float = 300.0
+    timeout_s: float = Field(default=DiscoverDefaults.timeout_s, gt=0)
+    """Seconds one request may take in all (a read, and the whole request)."""
 
 
 @dataclass(frozen=True)

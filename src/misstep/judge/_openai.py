@@ -141,16 +141,16 @@ def choose_model(base_url: str, asked: str | None, served: list[str]) -> str:
     if asked is not None:
         if served and asked not in served:
             raise OptionError(
-                option="--model", value=asked, allowed=f"a model served at {base_url}: {served}"
+                option="model", value=asked, allowed=f"a model served at {base_url}: {served}"
             )
         return asked
     if len(served) == 1:
         return served[0]
     raise OptionError(
-        option="--model",
+        option="model",
         value=None,
         allowed=f"one of the models served at {base_url}: {served or 'none listed'}",
-        hint="pass --model NAME",
+        hint="name one of them: `model=NAME`",
     )
 
 

@@ -162,7 +162,7 @@ class Judge(Protocol):
     ) -> Judge:
         """This judge asking for another structured output (``misstep select``'s choice)."""
         raise OptionError(
-            option="--judge",
+            option="backend",
             value=self.judge_id,
             allowed="a backend that can ask for another structured output (openai)",
         )

@@ -53,7 +53,7 @@ class RulesJudge(Judge):
         keys = taxonomy.keys
         if "arithmetic" not in keys:
             raise OptionError(
-                option="--judge",
+                option="backend",
                 value="rules",
                 allowed="the rules judge needs a taxonomy with an 'arithmetic' category "
                 f"(taxonomy {taxonomy.id} has {', '.join(keys)})",
@@ -61,7 +61,7 @@ class RulesJudge(Judge):
         fallback = next((k for k in _FALLBACK_KEYS if k in keys), None)
         if fallback is None:
             raise OptionError(
-                option="--judge",
+                option="backend",
                 value="rules",
                 allowed="the rules judge needs an 'other' (or 'undetermined') category for "
                 f"traces it cannot decide (taxonomy {taxonomy.id} has {', '.join(keys)})",

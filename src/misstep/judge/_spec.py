@@ -109,8 +109,8 @@ class JudgeSpec:
         n_steps: int,
         *,
         seed: int,
+        n: int,
         temperature: float | None = None,
-        n: int = 1,
         model: str | None = None,
     ) -> dict[str, Any]:
         """The chat-completions body of one attempt at a trace with ``n_steps`` steps shown."""
@@ -145,11 +145,10 @@ class JudgeSpec:
         under this configuration's retry policy (``next_attempt``)."""
         return next_attempt(self.config, trace_id, previous, self.policy)
 
-    def attempt_body(
-        self, trace: Trace, answer: str | None, attempt: Attempt, *, n: int = 1
-    ) -> dict[str, Any]:
+    def attempt_body(self, trace: Trace, answer: str | None, attempt: Attempt) -> dict[str, Any]:
         """The body of ``attempt`` at a trace (a re-ask shows the broken reply and its
-        problem), for a round that cannot retry inline (run-batch files, Ray's engine)."""
+        problem; the configuration's ``samples`` drawn in it), for a round that cannot retry
+        inline (run-batch files, Ray's engine)."""
         rendered = self.render(trace, answer)
         messages = rendered.messages
         if attempt.kind == "reask":
@@ -159,7 +158,7 @@ class JudgeSpec:
             len(rendered.steps),
             seed=attempt.seed,
             temperature=attempt.temperature,
-            n=n,
+            n=self.config.samples,
         )
 
     def round_results(

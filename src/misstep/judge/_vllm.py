@@ -71,7 +71,7 @@ def engine_settings(config: JudgeConfig) -> dict[str, Any]:
         structured.update(given)
     elif given is not None:
         raise OptionError(
-            option="--engine-arg",
+            option="engine_args",
             value=f"structured_outputs_config={given!r}",
             allowed='a JSON object, e.g. structured_outputs_config={"backend":"guidance"}',
         )

@@ -44,7 +44,7 @@ import orjson
 import pandas as pd
 from pydantic import BaseModel
 
-from misstep.errors import LabelStoreError
+from misstep.errors import LabelStoreError, OptionError
 from misstep.labels._budget import label_sample
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import RunManifest, add_to_history, read_manifest, write_manifest
@@ -236,6 +236,15 @@ class RunOptions:
     """Read (and keep) the cached graded table."""
     add_judge: bool = False
     """Write into a run directory that holds another judge configuration's labels."""
+
+    def __post_init__(self) -> None:
+        if self.per_checkpoint is not None and self.pilot is not None:
+            raise OptionError(
+                option="pilot",
+                value=self.pilot,
+                allowed="a label budget per checkpoint or a pilot, not both (per_checkpoint is "
+                f"{self.per_checkpoint})",
+            )
 
     def recorded(self, *names: str) -> dict[str, Any]:
         """The named options, for a run manifest."""

@@ -131,13 +131,6 @@ class IngestSummary(RunSummary):
 
 def _batch_config(config: JudgeConfig) -> JudgeConfig:
     config.require_model("the model vllm run-batch will serve (it goes into every request)")
-    if config.samples > 1 and config.temperature <= 0:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 at temperature 0 (greedy samples are copies of one another)",
-            hint="pass --temperature above 0 with --samples",
-        )
     return config.model_copy(update={"backend": BATCH_BACKEND, "base_url": None})
 
 
@@ -160,7 +153,7 @@ def export_requests(
         if getattr(options, name) not in (None, False):
             # ingest-replies reads the input again whole and judges what was exported
             raise OptionError(
-                option=f"--{name.replace('_', '-')}",
+                option=name,
                 value=getattr(options, name),
                 allowed="not with export-requests: every trace to judge is exported, from a "
                 "valid input",
@@ -207,7 +200,7 @@ def _write_requests(run: LabelRun, spec: JudgeSpec) -> ExportSummary:
                 summary.given_up += 1
                 continue
             summary.retries += previous is not None
-            body = spec.attempt_body(trace, todo.answer, attempt, n=config.samples)
+            body = spec.attempt_body(trace, todo.answer, attempt)
             line = {"custom_id": trace.trace_id, "method": "POST", "url": URL, "body": body}
             sent = {"custom_id": trace.trace_id, **attempt.as_dict(reply=False)}
             tries_out.write(orjson.dumps(sent) + b"\n")
@@ -394,7 +387,7 @@ def _batch_manifest(run_dir: Path, taxonomy: Taxonomy) -> RunManifest:
         )
     if manifest.taxonomy_hash != taxonomy.hash:
         raise OptionError(
-            option="--taxonomy",
+            option="taxonomy",
             value=taxonomy.id,
             allowed=f"the taxonomy the requests were made with ({manifest.taxonomy_id}, hash "
             f"{manifest.taxonomy_hash[:12]})",

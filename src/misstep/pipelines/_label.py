@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
 from pydantic import BaseModel, Field
 
-from misstep.errors import JudgeUnavailableError, OptionError
+from misstep.errors import JudgeUnavailableError
 from misstep.judge import (
     Judge,
     JudgeRequest,
@@ -321,14 +321,6 @@ async def arun_labeling(
 
     ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
     JudgeUnavailableError before writing anything when the judge server cannot be reached."""
-    if config.samples > 1 and config.temperature <= 0:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 at temperature 0: greedy samples are copies of one another, so their "
-            "agreement would always be 1",
-            hint="pass --temperature above 0 (e.g. 0.7) with --samples",
-        )
     return await _arun(
         Path(traces_path),
         Path(run_dir),

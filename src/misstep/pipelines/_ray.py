@@ -85,11 +85,11 @@ def check_engine_samples(config: JudgeConfig) -> None:
     refused there (before anything starts)."""
     if config.samples > 1:
         raise OptionError(
-            option="--samples",
+            option="samples",
             value=config.samples,
-            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
+            allowed="1 on Ray with the vllm backend: Ray's vLLM processor keeps only the first "
             "output of a request",
-            hint="use --ray with --judge openai (servers) for several samples per trace",
+            hint="label on Ray with the openai backend (servers) for several samples per trace",
         )
 
 

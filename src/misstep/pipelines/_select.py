@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from misstep.defaults import SelectDefaults
 from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, JudgeRequest, JudgeSpec, request_seed
 from misstep.labels import SELECTIONS_FILE, LabelRun, LabelStatus
@@ -185,8 +186,8 @@ def run_selection(
     config: JudgeConfig,
     *,
     taxonomy: Taxonomy,
-    max_candidates: int = 8,
-    max_candidate_chars: int = 6000,
+    max_candidates: int = SelectDefaults.max_candidates,
+    max_candidate_chars: int = SelectDefaults.max_candidate_chars,
     input_format: str | None = None,
     regrade: bool = False,
     cache: bool = True,
@@ -197,10 +198,10 @@ def run_selection(
 
     if config.backend != "openai":
         raise OptionError(
-            option="--judge", value=config.backend, allowed="openai (a server of the model)"
+            option="backend", value=config.backend, allowed="openai (a server of the model)"
         )
     if max_candidates < 2:
-        raise OptionError(option="--max-candidates", value=max_candidates, allowed="2 or more")
+        raise OptionError(option="max_candidates", value=max_candidates, allowed="2 or more")
     traces_path, run_dir = Path(traces_path), Path(run_dir)
     digest = LabelRun.check_input(traces_path, run_dir)
     graded = load_graded(

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import jinja2
 
+from misstep.defaults import JudgeDefaults
 from misstep.errors import InputFormatError
 from misstep.prompts._fence import disarm_tags
 from misstep.prompts._steps import split_steps
@@ -215,7 +216,7 @@ def render_judge_prompt(
     trace: Trace,
     final_answer: str | None,
     *,
-    max_trace_tokens: int = 6000,
+    max_trace_tokens: int = JudgeDefaults.max_trace_tokens,
     template_dir: Path | None = None,
 ) -> RenderedPrompt:
     """The system and user messages asking the judge to label ``trace`` under ``taxonomy``."""
