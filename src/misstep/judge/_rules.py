@@ -50,6 +50,14 @@ class RulesJudge(Judge):
     """A judge that only finds wrong explicit calculations; fast, deterministic, model-free."""
 
     def __init__(self, config: JudgeConfig, taxonomy: Taxonomy) -> None:
+        if config.model is not None:
+            # its id would name a model it never asks (and its labels a judge they are not)
+            raise OptionError(
+                option="model",
+                value=config.model,
+                allowed="none with the rules judge: it asks no model",
+                hint="leave the model out, or ask a model judge, e.g. `backend=openai`",
+            )
         keys = taxonomy.keys
         if "arithmetic" not in keys:
             raise OptionError(

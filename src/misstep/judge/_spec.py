@@ -88,9 +88,7 @@ class JudgeSpec:
         """The id of this configuration's labels (``judge_id``: what is asked, not the wire)."""
         from misstep.prompts import prompt_hash
 
-        # The rules judge's id never covered the schema (it asks no model).
-        schema = None if self.config.backend == "rules" else self.schema
-        return judge_id(self.config, self.taxonomy.hash, prompt_hash(), schema)
+        return judge_id(self.config, self.taxonomy.hash, prompt_hash(), self.schema)
 
     @cached_property
     def policy(self) -> RetryPolicy:
