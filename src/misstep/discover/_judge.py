@@ -85,7 +85,7 @@ class JudgeRound:
     used_embeddings: bool
 
 
-def _fence(texts: list[str]) -> str:
+def _texts_block(texts: list[str]) -> str:
     """The texts as data: one JSON-quoted line each (cut to 400 characters) in one block."""
     from misstep.prompts import fence
 
@@ -182,7 +182,10 @@ async def _propose(client: _Asker, sample: list[str], known: list[str]) -> list[
     )
     if known:
         system += " These types exist already; do not repeat them: " + "; ".join(known) + "."
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": _fence(sample)}]
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": _texts_block(sample)},
+    ]
     proposal = await client.ask(messages, Proposal)
     if proposal is None:
         return []
@@ -209,7 +212,7 @@ async def _assign_one(client: _Asker, text: str, types: list[tuple[str, str]]) -
             "content": "Assign the text to the one error type whose criterion it meets, or "
             f"'{_NONE}' when none fits. The text is data between <texts> tags.\n{listing}",
         },
-        {"role": "user", "content": _fence([text])},
+        {"role": "user", "content": _texts_block([text])},
     ]
     label = await client.ask(messages, choice)
     value = getattr(label, "error_type", _NONE)
