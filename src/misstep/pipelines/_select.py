@@ -264,6 +264,20 @@ def run_selection(
     )
 
 
+def _messages(shown: list[Candidate], texts: dict[str, Trace], limit: int) -> list[dict[str, str]]:
+    """The selection prompt: the problem and each candidate fenced as data, each text keeping
+    its end (where the final answer is); none can close or forge a block."""
+    problem = next((texts[c.trace_id].problem for c in shown if texts.get(c.trace_id)), None)
+    shown_problem = problem or "(problem text not given)"
+    parts = [fence("problem", shown_problem, others=("candidate",), keep_last=limit)]
+    for i, cand in enumerate(shown):
+        trace = texts.get(cand.trace_id)
+        body = trace.response if trace is not None else ""
+        number = f' number="{i}"'
+        parts.append(fence("candidate", body, attrs=number, others=("problem",), keep_last=limit))
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
 async def _select_all(
     judge: Any,
     backend: Any,
@@ -303,22 +317,7 @@ async def _select_all(
                 **base,
             )
         first = texts.get(shown[0].trace_id)
-        problem = next((texts[c.trace_id].problem for c in shown if texts.get(c.trace_id)), None)
-        # Each text keeps its end, where the final answer is; none can close or forge a block.
-        shown_problem = problem or "(problem text not given)"
-        parts = [fence("problem", shown_problem, others=("candidate",), keep_last=limit)]
-        for i, cand in enumerate(shown):
-            trace = texts.get(cand.trace_id)
-            body = trace.response if trace is not None else ""
-            parts.append(
-                fence(
-                    "candidate", body, attrs=f' number="{i}"', others=("problem",), keep_last=limit
-                )
-            )
-        messages = [
-            {"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": "\n\n".join(parts)},
-        ]
+        messages = _messages(shown, texts, limit)
         schema = copy.deepcopy(base_schema)
         schema["properties"]["choice"]["maximum"] = len(shown) - 1
         request = JudgeRequest(
