@@ -174,7 +174,7 @@ class LiveLabeller:
             self.on_progress(self.progress)
 
     def skip(self, trace: Trace, reason: str) -> StoredLabel:
-        label = skipped_record(trace, self.judge.judge_id, reason, self.spec.config.samples)
+        label = skipped_record(trace, self.judge.judge_id, reason, self.config.samples)
         self.write(label)
         return label
 
@@ -231,12 +231,12 @@ class LiveLabeller:
         early = self.judge.too_long(trace)
         if early is not None:
             return record_of(
-                trace, [early], [], judge=self.judge.judge_id, samples=self.spec.config.samples,
+                trace, [early], [], judge=self.judge.judge_id, samples=self.config.samples,
                 order=self.spec.order, attempts=early.attempts,
             )  # fmt: skip
         # Splitting and rendering are CPU work: a long trace is done in a worker thread so that
         # the event loop keeps the other requests flowing.
-        config = self.spec.config
+        config = self.config
         rendered = await _off_loop(
             _chars(trace),
             render_judge_prompt,
