@@ -67,6 +67,11 @@ PUBLIC = {
         "Taxonomy",
         "load_taxonomy",
     ],
+    "misstep.defaults": [
+        "DiscoverDefaults",
+        "JudgeDefaults",
+        "SelectDefaults",
+    ],
     "misstep.verdict": [
         "LABEL_FIELDS",
         "LabelStatus",
