@@ -405,3 +405,12 @@ def test_correct_unit_mixing_is_not_flagged(text: str) -> None:
 def test_wrong_unit_mixing_is_flagged_with_the_units(text: str, correct: str) -> None:
     found = check_step(text)
     assert found is not None and found[3] == correct
+
+
+def test_the_rules_judge_asks_no_model_and_its_id_says_so() -> None:
+    judge = RulesJudge(JudgeConfig(), load_taxonomy())
+    assert judge.judge_id.startswith("rules:tx") and judge.spec is not None
+    assert judge.spec.judge_id == judge.judge_id
+    # a model named for it would give it an id of a model judge ("llm:m:...")
+    with pytest.raises(OptionError, match="model='m'"):
+        RulesJudge(JudgeConfig(model="m"), load_taxonomy())

@@ -4,6 +4,7 @@ and the two consoles: data on stdout, messages and progress on stderr."""
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,14 +16,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from misstep.errors import MisstepError, OutputError
+from misstep.errors import MisstepError, OptionError, OutputError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
 __all__ = [
+    "FIELD_FLAGS",
     "data",
     "err_console",
+    "flag_of",
     "handles_errors",
     "out_console",
     "quote",
@@ -64,6 +67,42 @@ def quote(value: object) -> str:
     return escape(str(value))
 
 
+FIELD_FLAGS = {
+    "backend": "--judge",
+    "deadline_s": "--deadline",
+    "engine_args": "--engine-arg",
+    "extra_base_urls": "--base-url",
+    "taxonomy_path": "--taxonomy",
+    "timeout_s": "--timeout",
+}
+"""The config fields whose flag is not their name with dashes (``max_tokens``:
+``--max-tokens``)."""
+
+
+def flag_of(option: str) -> str:
+    """The command-line flag of a config field that an error names (the domain names fields,
+    only the CLI names flags); an option that is no field name (``--judge-id``, ``judge name``)
+    as it is."""
+    if not option.isidentifier():
+        return option
+    return FIELD_FLAGS.get(option, "--" + option.replace("_", "-"))
+
+
+_SETTING = re.compile(r"`([a-z][a-z0-9_]*)=([^`]*)`")
+"""A setting a domain hint suggests, written `` `field=value` ``."""
+
+
+def _as_flags(exc: MisstepError) -> MisstepError:
+    """An ``OptionError`` that names config fields (its option, `` `field=value` `` in its
+    hint), naming their flags instead (`` `--field value` ``)."""
+    if not isinstance(exc, OptionError):
+        return exc
+    hint = exc.hint and _SETTING.sub(lambda m: f"`{flag_of(m[1])} {m[2]}`", exc.hint)
+    if flag_of(exc.option) == exc.option and hint == exc.hint:
+        return exc
+    return OptionError(option=flag_of(exc.option), value=exc.value, allowed=exc.allowed, hint=hint)
+
+
 def _fail(message: str, hint: str | None, code: int) -> typer.Exit:
     # Escape: messages quote user values and hints like `pip install 'misstep[vllm]'`,
     # whose brackets rich would otherwise read as markup and drop.
@@ -95,7 +134,8 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except MisstepError as exc:
+        except MisstepError as error:
+            exc = _as_flags(error)
             raise _fail(exc.message, exc.hint, exc.exit_code) from None
         except KeyboardInterrupt:
             raise _fail(

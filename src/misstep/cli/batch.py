@@ -10,12 +10,10 @@ import typer
 
 from misstep.cli._errors import err_console, handles_errors, quote
 from misstep.cli._judge_options import (
-    Asking,
     IncludeCorrectOpt,
     LimitOpt,
     MaxTraceTokensOpt,
     SamplesOpt,
-    Serving,
     check_run_dir,
     judge_config,
 )
@@ -34,6 +32,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
 )
+from misstep.defaults import JudgeDefaults as J
 
 
 @handles_errors
@@ -48,11 +47,11 @@ def export_requests(
         typer.Option("--model", metavar="NAME", help="The model vllm run-batch will serve."),
     ],
     taxonomy: TaxonomyOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 1024,
-    samples: SamplesOpt = 1,
-    seed: SeedOpt = 0,
-    max_trace_tokens: MaxTraceTokensOpt = 6000,
+    temperature: TemperatureOpt = J.temperature,
+    max_tokens: MaxTokensOpt = J.max_tokens,
+    samples: SamplesOpt = J.samples,
+    seed: SeedOpt = J.seed,
+    max_trace_tokens: MaxTraceTokensOpt = J.max_trace_tokens,
     reasoning_effort: ReasoningEffortOpt = None,
     chat_template_kwargs: ChatTemplateKwargsOpt = None,
     include_correct: IncludeCorrectOpt = False,
@@ -70,22 +69,17 @@ def export_requests(
 
     check_input(traces, "traces")
     check_run_dir(out)
-    asking = Asking.build(
-        temperature=temperature,
-        max_tokens=max_tokens,
-        samples=samples,
-        seed=seed,
-        max_trace_tokens=max_trace_tokens,
-        reasoning_effort=reasoning_effort,
-        chat_template_kwargs=chat_template_kwargs,
-    )
+    config = judge_config(
+        "batch", taxonomy, chat_template_kwargs=chat_template_kwargs, model=model,
+        temperature=temperature, max_tokens=max_tokens, samples=samples, seed=seed,
+        max_trace_tokens=max_trace_tokens, reasoning_effort=reasoning_effort,
+    )  # fmt: skip
     options = RunOptions(
         include_correct=include_correct,
         limit=limit,
         add_judge=add_judge,
         **Reading(input_format, regrade, no_cache=no_cache).run_fields(),
     )
-    config = judge_config("batch", taxonomy, asking, Serving(model=model))
     summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)
     err_console.print(
         f"wrote {summary.requests} request(s) to {quote(RunDir(out).requests)} (and "

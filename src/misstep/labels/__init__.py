@@ -4,7 +4,6 @@ trace), the run manifest, and people's labels; the label run directory that hold
 
 from misstep.labels._budget import label_sample
 from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
-from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
     CANT_TELL,
@@ -20,6 +19,7 @@ from misstep.labels._manifest import (
     InputFile,
     RunManifest,
     add_to_history,
+    make_manifest,
     read_manifest,
     run_taxonomy,
     write_manifest,
@@ -33,7 +33,7 @@ from misstep.labels._people import (
     utc_now,
     write_human_labels,
 )
-from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
+from misstep.labels._record import LABEL_RECORD_VERSION, StoredLabel
 from misstep.labels._run import (
     NOT_SAMPLED,
     Action,
@@ -69,6 +69,7 @@ from misstep.labels._store import (
     read_status_index,
 )
 from misstep.labels._tail import repair_tail
+from misstep.verdict import LabelStatus, evidence_in_text
 
 __all__ = [
     "ADJUDICATOR",
@@ -116,6 +117,7 @@ __all__ = [
     "label_sample",
     "labels_path",
     "majority_labels",
+    "make_manifest",
     "read_human_labels",
     "read_label_rows",
     "read_labels",

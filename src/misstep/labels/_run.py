@@ -38,18 +38,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import orjson
 import pandas as pd
 from pydantic import BaseModel
 
-from misstep.errors import LabelStoreError
+from misstep.errors import LabelStoreError, OptionError
 from misstep.labels._budget import label_sample
-from misstep.labels._evidence import evidence_in_text
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import RunManifest, add_to_history, read_manifest, write_manifest
-from misstep.labels._record import LabelStatus, StoredLabel
+from misstep.labels._record import StoredLabel
 from misstep.labels._rundir import RunDir
 from misstep.labels._store import LabelStore, iter_label_lines
 from misstep.labels._tail import repair_tail
@@ -62,6 +61,7 @@ from misstep.rollouts import (
     load_graded,
     read_traces,
 )
+from misstep.verdict import LABEL_FIELDS, LabelStatus, Verdict, evidence_in_text
 
 __all__ = [
     "NOT_SAMPLED",
@@ -117,27 +117,6 @@ class Todo(NamedTuple):
     """Of a trace to judge under a label budget: its inclusion probability."""
 
 
-class JudgedReply(Protocol):
-    """What :func:`record_of` reads of one judge result (``misstep.judge.JudgeResult``)."""
-
-    @property
-    def status(self) -> LabelStatus: ...
-    @property
-    def label(self) -> BaseModel | None: ...
-    @property
-    def reason(self) -> str | None: ...
-    @property
-    def raw_reply(self) -> str | None: ...
-    @property
-    def problem(self) -> str | None: ...
-    @property
-    def usage(self) -> Mapping[str, int] | None: ...
-    @property
-    def reasoning(self) -> str | None: ...
-    @property
-    def tries(self) -> Sequence[Any] | None: ...
-
-
 def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> StoredLabel:
     """The ``skipped`` record of a trace that is not judged (its outcome, or ``not sampled``)."""
     return StoredLabel(
@@ -152,7 +131,7 @@ def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> Store
     )
 
 
-def _majority(results: Sequence[JudgedReply], order: Mapping[str, int]) -> tuple[JudgedReply, int]:
+def _majority(results: Sequence[Verdict], order: Mapping[str, int]) -> tuple[Verdict, int]:
     """The result to store and how many samples agree with it: the majority ``error_type``
     among the ok samples, ties to the key first in the taxonomy's order, the lowest-numbered
     sample of that type."""
@@ -165,7 +144,7 @@ def _majority(results: Sequence[JudgedReply], order: Mapping[str, int]) -> tuple
     return chosen, counts[best]
 
 
-def _tokens(results: Sequence[JudgedReply]) -> tuple[int | None, int | None]:
+def _tokens(results: Sequence[Verdict]) -> tuple[int | None, int | None]:
     """Prompt and completion tokens of a trace's requests, from the servers' usage counts."""
     totals: list[int | None] = [None, None]
     for result in results:
@@ -181,7 +160,7 @@ def _tokens(results: Sequence[JudgedReply]) -> tuple[int | None, int | None]:
 
 def record_of(
     trace: Trace,
-    results: Sequence[JudgedReply],
+    results: Sequence[Verdict],
     steps: list[str],
     *,
     judge: str,
@@ -192,7 +171,7 @@ def record_of(
     trace_cut: bool = False,
     inclusion_prob: float | None = None,
 ) -> StoredLabel:
-    """The stored record of one trace from its judge results (``JudgedReply``: one per sample,
+    """The stored record of one trace from its judge results (``Verdict``: one per sample,
     steps already checked): the majority, the fields of an ok label with its evidence verified
     against the trace, reasoning, tokens and agreement. The one place a record is made,
     whichever way the results came (live, batch files, Ray)."""
@@ -200,10 +179,7 @@ def record_of(
     fields: dict[str, Any] = {}
     if chosen.status is LabelStatus.OK and chosen.label is not None:
         data = chosen.label.model_dump(mode="json")
-        fields = {
-            k: data.get(k)
-            for k in ("error_type", "first_error_step", "evidence", "explanation", "confidence")
-        }
+        fields = {k: data.get(k) for k in LABEL_FIELDS}
         fields["evidence_verified"] = evidence_in_text(
             data.get("evidence"), trace.response, "\n".join(steps)
         )
@@ -256,6 +232,15 @@ class RunOptions:
     """Read (and keep) the cached graded table."""
     add_judge: bool = False
     """Write into a run directory that holds another judge configuration's labels."""
+
+    def __post_init__(self) -> None:
+        if self.per_checkpoint is not None and self.pilot is not None:
+            raise OptionError(
+                option="pilot",
+                value=self.pilot,
+                allowed="a label budget per checkpoint or a pilot, not both (per_checkpoint is "
+                f"{self.per_checkpoint})",
+            )
 
     def recorded(self, *names: str) -> dict[str, Any]:
         """The named options, for a run manifest."""

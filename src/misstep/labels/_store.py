@@ -18,9 +18,10 @@ import orjson
 from pydantic import ValidationError
 
 from misstep.errors import LabelStoreError
-from misstep.labels._record import LabelStatus, StoredLabel
+from misstep.labels._record import StoredLabel
 from misstep.labels._rundir import RunDir, labels_path
 from misstep.labels._tail import repair_tail
+from misstep.verdict import LabelStatus
 
 __all__ = [
     "LabelRow",
