@@ -12,7 +12,6 @@ from misstep.agreement._agreement import (
     StepAgreement,
     agreement_report,
 )
-from misstep.agreement._bootstrap import percentile_ci, resample_counts
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._correction import (
@@ -121,11 +120,9 @@ __all__ = [
     "load_labelled_run",
     "ok_types",
     "per_category_scores",
-    "percentile_ci",
     "plan_labels",
     "plot_confusion",
     "ppi_shares",
-    "resample_counts",
     "run_taxonomy",
     "simplex_lstsq",
     "simultaneous_z",

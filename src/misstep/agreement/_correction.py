@@ -26,9 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from misstep.agreement._bootstrap import percentile_ci, resample_counts
 from misstep.errors import AnalysisError
-from misstep.metrics import boundary_interval
+from misstep.metrics import Strata, boundary_interval, percentile_ci, resample_counts, stratify
 
 __all__ = [
     "CorrectedDistribution",
@@ -262,26 +261,22 @@ def _boot_shares(
 
 def _stratified(
     judge_types: Sequence[str],
-    strata: Sequence[str],
-    sizes: Mapping[str, int],
+    design: Strata,
     cats: list[str],
     rng: np.random.Generator,
     n_boot: int,
     clusters: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified share estimate and its within-stratum bootstrap (``_boot_shares``)."""
-    by: dict[str, list[int]] = {}
-    for i, h in enumerate(strata):
-        by.setdefault(h, []).append(i)
-    total = sum(sizes[h] for h in by)
+    """The stratified share estimate ``sum_h (N_h / N) q_h`` and its within-stratum
+    bootstrap (``_boot_shares``)."""
     q = np.zeros(len(cats))
     q_boot = np.zeros((n_boot, len(cats)))
-    for h, rows in sorted(by.items()):
-        share = sizes[h] / total
+    shares = design.shares
+    for h, rows in design.rows.items():
         onehot = _onehot([judge_types[i] for i in rows], cats)
-        q += share * onehot.mean(axis=0)
+        q += shares[h] * onehot.mean(axis=0)
         within = None if clusters is None else [clusters[i] for i in rows]
-        q_boot += share * _boot_shares(onehot, within, rng, n_boot)
+        q_boot += shares[h] * _boot_shares(onehot, within, rng, n_boot)
     return q, q_boot
 
 
@@ -319,9 +314,8 @@ def correct_distribution(
         raise AnalysisError(f"group {group!r} has no judge labels to build a distribution from")
     rng = np.random.default_rng(seed)
     if strata is not None and stratum_sizes is not None:
-        q, q_boot = _stratified(
-            judge_types, strata, stratum_sizes, cats, rng, n_boot, clusters=clusters
-        )
+        design = stratify(strata, stratum_sizes)
+        q, q_boot = _stratified(judge_types, design, cats, rng, n_boot, clusters=clusters)
     else:
         onehot = _onehot(judge_types, cats)
         q = onehot.mean(axis=0)
@@ -343,7 +337,7 @@ def correct_distribution(
     cells = np.zeros((len(h), k * k))
     index = {c: i for i, c in enumerate(cats)}
     cells[np.arange(len(h)), [index[a] * k + index[b] for a, b in human_pairs]] = w
-    counts = resample_counts(len(h), n_boot, seed + 1)
+    counts = resample_counts(len(h), n_boot, np.random.default_rng(seed + 1))
     m_boot = _normalise_rows((counts @ cells).reshape(n_boot, k, k) + smoothing)
     p = simplex_lstsq(q, m)
     p_boot = simplex_lstsq(q_boot, m_boot)

@@ -41,6 +41,7 @@ from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
 from misstep.agreement._ppi import ppi_shares, simultaneous_z
 from misstep.errors import OptionError
 from misstep.labels import HumanLabel, LabelRow, LabelStatus, StoredLabel, human_consensus
+from misstep.metrics import stratify
 
 __all__ = [
     "ALL_DATASETS",
@@ -206,10 +207,9 @@ def _ppi_group(
     cats = inputs.cats
     index = {c: i for i, c in enumerate(cats)}
     eye = np.eye(len(cats))
-    sizes = Counter(strata.values())
-    judged_n = Counter(strata[t] for t in ids)
+    design = stratify([strata[t] for t in ids], Counter(strata.values()))
     f_all = eye[[index[inputs.judged[t]] for t in ids]]
-    w_all = np.array([sizes[strata[t]] / judged_n[strata[t]] for t in ids])
+    w_all = design.weights
     _, clusters = np.unique([problems[t] for t in ids], return_inverse=True)
     row = {t: i for i, t in enumerate(ids)}
     est = ppi_shares(
