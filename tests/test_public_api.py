@@ -203,6 +203,7 @@ PUBLIC = {
         "PLAN_VERSION",
         "STRATA_FIELDS",
         "AgreementReport",
+        "AnalysisConfig",
         "CategoryRow",
         "ConfusionEntry",
         "CorrectedDistribution",

@@ -205,7 +205,7 @@ def test_error_distributions_ppi_holds_under_drift_where_pooled_does_not() -> No
     # c1 and 30% at c2 (else arithmetic). People label 100 per checkpoint with the truth.
     import pandas as pd
 
-    from misstep.agreement import error_distributions
+    from misstep.agreement import AnalysisConfig, Estimator, error_distributions
     from misstep.labels import HumanLabel, LabelStatus, StoredLabel
 
     rng = np.random.default_rng(7)
@@ -230,7 +230,11 @@ def test_error_distributions_ppi_holds_under_drift_where_pooled_does_not() -> No
     pooled = {
         d.checkpoint: d
         for d in error_distributions(
-            graded, labels, cats, human=human, estimator="pooled", n_boot=200
+            graded,
+            labels,
+            cats,
+            human=human,
+            config=AnalysisConfig(estimator=Estimator.POOLED, n_boot=200),
         )
     }
     for ck in ("c1", "c2"):

@@ -13,6 +13,7 @@ from misstep.agreement._agreement import (
     agreement_report,
 )
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
+from misstep.agreement._config import DEFAULT_ESTIMATOR, ESTIMATORS, AnalysisConfig, Estimator
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._correction import (
     CorrectedDistribution,
@@ -23,11 +24,8 @@ from misstep.agreement._correction import (
 )
 from misstep.agreement._errordist import (
     ALL_DATASETS,
-    DEFAULT_ESTIMATOR,
-    ESTIMATORS,
     MIN_PPI_HUMAN,
     ErrorDistribution,
-    Estimator,
     error_distributions,
     ok_types,
     plot_confusion,
@@ -78,6 +76,7 @@ __all__ = [
     "PLAN_VERSION",
     "STRATA_FIELDS",
     "AgreementReport",
+    "AnalysisConfig",
     "CategoryRow",
     "ConfusionEntry",
     "CorrectedDistribution",

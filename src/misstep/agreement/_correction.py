@@ -27,7 +27,15 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from misstep.errors import AnalysisError
-from misstep.metrics import Strata, boundary_interval, percentile_ci, resample_counts, stratify
+from misstep.metrics import (
+    DEFAULT_N_BOOT,
+    LEVEL,
+    Strata,
+    boundary_interval,
+    percentile_ci,
+    resample_counts,
+    stratify,
+)
 
 __all__ = [
     "CorrectedDistribution",
@@ -287,9 +295,9 @@ def correct_distribution(
     *,
     weights: Sequence[float] | None = None,
     group: str = "all",
-    n_boot: int = 1000,
+    n_boot: int = DEFAULT_N_BOOT,
     seed: int = 0,
-    level: float = 0.95,
+    level: float = LEVEL,
     smoothing: float = 0.01,
     strata: Sequence[str] | None = None,
     stratum_sizes: Mapping[str, int] | None = None,

@@ -29,27 +29,23 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from misstep.agreement._config import AnalysisConfig, Estimator
 from misstep.agreement._confusion import confusion_counts
 from misstep.agreement._correction import CorrectedDistribution, correct_distribution
 from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
 from misstep.agreement._ppi import ppi_shares, simultaneous_z
-from misstep.errors import OptionError
 from misstep.labels import HumanLabel, LabelRow, LabelStatus, StoredLabel, human_consensus
 from misstep.metrics import stratify
 
 __all__ = [
     "ALL_DATASETS",
-    "DEFAULT_ESTIMATOR",
-    "ESTIMATORS",
     "MIN_PPI_HUMAN",
     "ErrorDistribution",
-    "Estimator",
     "error_distributions",
     "ok_types",
     "plot_confusion",
@@ -88,7 +84,7 @@ class ErrorDistribution(BaseModel):
     n_human: int = 0
     """Human-labelled traces behind the corrected shares: this group's own (``ppi``), or
     every one with a judge type (``pooled``: the confusion is pooled over all groups)."""
-    estimator: str = "judge"
+    estimator: Estimator = Estimator.JUDGE
     """What made ``error_dist_corrected``: ``ppi``, ``pooled`` (see ``ESTIMATORS``), or
     ``judge`` when there is no correction."""
     error_dist_se: dict[str, float] | None = None
@@ -133,14 +129,6 @@ def ok_types(labels: Mapping[str, StoredLabel | LabelRow]) -> dict[str, str]:
     }
 
 
-Estimator = Literal["ppi", "pooled"]
-"""How people's labels correct the judge's shares: ``ppi`` (per group, prediction-powered
-inference, ``_ppi``) or ``pooled`` (one confusion over every checkpoint, inverted;
-``_correction``)."""
-ESTIMATORS: tuple[str, ...] = ("ppi", "pooled")
-DEFAULT_ESTIMATOR: Estimator = "ppi"
-"""Chosen by ``benchmarks/bench_estimators.py`` (docs/validation.md): the pooled inversion's
-intervals cover far below 95% when the judge's confusion drifts between checkpoints."""
 MIN_PPI_HUMAN = 10
 """Fewest human-labelled traces a group needs for a ``ppi`` share (its interval is a normal
 approximation); fewer: no corrected share, and a note says to label more or use ``pooled``."""
@@ -259,21 +247,19 @@ def error_distributions(
     categories: Sequence[str],
     *,
     human: Sequence[HumanLabel] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
+    config: AnalysisConfig | None = None,
     pool_datasets: bool = False,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    level: float = 0.95,
-    simultaneous: bool = False,
 ) -> list[ErrorDistribution]:
     """Per (checkpoint, dataset) of ``graded`` (``GRADED_COLUMNS``), in the table's order of
     first appearance: the judge's type shares among wrong traces with an ``ok`` label, and with
     ``human`` the corrected shares by ``estimator`` (``ppi``: each group from its own human
-    labels; ``pooled``: one confusion over all, inverted). With ``pool_datasets`` the groups
-    are checkpoints, with dataset ``"all"``. ``simultaneous`` adds intervals that hold for
-    every type of a group at once (``error_dist_sim_ci``)."""
-    if estimator not in ESTIMATORS:
-        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
+    labels; ``pooled``: one confusion over all, inverted; ``judge``: none), with the
+    resamples, seed and level of ``config`` (``AnalysisConfig``, its defaults when None).
+    With ``pool_datasets`` the groups are checkpoints, with dataset ``"all"``.
+    ``config.simultaneous`` adds intervals that hold for every type of a group at once
+    (``error_dist_sim_ci``)."""
+    config = config or AnalysisConfig()
+    estimator, level, simultaneous = config.estimator, config.level, config.simultaneous
     cols = ["trace_id", "checkpoint", "dataset", "problem_id"]
     wrong = graded.loc[graded["outcome"] == "wrong", [c for c in cols if c in graded.columns]]
     problem = wrong["problem_id"] if "problem_id" in wrong.columns else wrong["trace_id"]
@@ -285,7 +271,8 @@ def error_distributions(
         wrong = wrong.assign(dataset=ALL_DATASETS)
     inputs = _inputs(labels, categories, human)
     judged = inputs.judged
-    homogeneity = _homogeneity(graded, inputs) if inputs.pairs and estimator == "pooled" else None
+    pooled = estimator is Estimator.POOLED
+    homogeneity = _homogeneity(graded, inputs) if inputs.pairs and pooled else None
     out: list[ErrorDistribution] = []
     for (checkpoint, dataset), group in wrong.groupby(["checkpoint", "dataset"], sort=False):
         ids = group["trace_id"].tolist()
@@ -313,12 +300,12 @@ def error_distributions(
         clusters = [cluster_of[t] for t in ids if t in judged]
         result = correct_distribution(
             types,
-            inputs.pairs if estimator == "pooled" else [],
+            inputs.pairs if estimator is Estimator.POOLED else [],
             inputs.cats,
             weights=inputs.weights,
             group=f"{checkpoint}/{dataset}",
-            n_boot=n_boot,
-            seed=seed,
+            n_boot=config.n_boot,
+            seed=config.seed,
             level=level,
             strata=strata,
             stratum_sizes=sizes,
@@ -326,10 +313,10 @@ def error_distributions(
         )
         base.error_dist = result.raw
         base.error_dist_raw_ci = result.raw_ci
-        if not (inputs.has_human and inputs.pairs):
+        if not (inputs.has_human and inputs.pairs) or estimator is Estimator.JUDGE:
             continue
         base.estimator = estimator
-        if estimator == "ppi":
+        if estimator is Estimator.PPI:
             _ppi_group(base, group, inputs, level=level, simultaneous=simultaneous)
         else:
             base.homogeneity = homogeneity

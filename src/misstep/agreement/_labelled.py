@@ -27,12 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from misstep.agreement._errordist import (
-    DEFAULT_ESTIMATOR,
-    ErrorDistribution,
-    Estimator,
-    error_distributions,
-)
+from misstep.agreement._config import AnalysisConfig
+from misstep.agreement._errordist import ErrorDistribution, error_distributions
 from misstep.errors import AnalysisError, LabelStoreError
 from misstep.labels import (
     HumanLabel,
@@ -59,9 +55,6 @@ __all__ = [
     "run_taxonomy",
 ]
 
-DEFAULT_N_BOOT = 1000
-"""Bootstrap resamples of the error distributions' intervals, in every command."""
-
 
 @dataclass
 class LabelledRun:
@@ -85,14 +78,8 @@ class LabelledRun:
     """trace_id -> the label budget's inclusion probability (empty: every trace judged)."""
     outside: int = 0
     """Labelled traces that are not in the input (left out; only with ``allow_other_input``)."""
-    n_boot: int = DEFAULT_N_BOOT
-    """Bootstrap resamples of the distributions' intervals."""
-    seed: int = 0
-    """Seed of the distributions' bootstrap."""
-    estimator: Estimator = DEFAULT_ESTIMATOR
-    """How people's labels correct the shares: ``ppi`` (per checkpoint) or ``pooled``."""
-    simultaneous: bool = False
-    """Add intervals that hold for every type of a group at once."""
+    config: AnalysisConfig = field(default_factory=AnalysisConfig)
+    """How its analyses estimate: resamples, seed, level, the estimator of the shares."""
     _dists: dict[bool, list[ErrorDistribution]] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -138,11 +125,8 @@ class LabelledRun:
                 self.labels,
                 self.categories,
                 human=self.human or None,
-                n_boot=self.n_boot,
-                seed=self.seed,
+                config=self.config,
                 pool_datasets=pool_datasets,
-                estimator=self.estimator,
-                simultaneous=self.simultaneous,
             )
         return self._dists[pool_datasets]
 
@@ -188,10 +172,7 @@ def load_labelled_run(
     taxonomy: str | Path | None = None,
     allow_other_input: bool = False,
     full: bool = False,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    simultaneous: bool = False,
+    config: AnalysisConfig | None = None,
 ) -> LabelledRun:
     """The label run at ``labels`` (a run directory or its labels.jsonl) joined to ``run``
     (None: the labels alone, without the input check or distributions).
@@ -204,8 +185,8 @@ def load_labelled_run(
     only status, type and inclusion probability (memory never grows with the judge's text).
     Raises ``LabelStoreError`` for a run of another input or a judge type outside the
     taxonomy, ``TaxonomyError`` for a taxonomy that moved or changed, ``InvalidRecordError``
-    (file, line, field, value, allowed keys) for a person's type outside it. ``estimator``
-    and ``simultaneous``: how ``distributions`` corrects the shares (``error_distributions``)."""
+    (file, line, field, value, allowed keys) for a person's type outside it. ``config``: how
+    its analyses estimate (``AnalysisConfig``; its defaults when None)."""
     tax = run_taxonomy(labels, taxonomy)
     stored: Mapping[str, StoredLabel | LabelRow] = (
         read_labels(labels, judge=judge) if full else read_label_rows(labels, judge=judge)
@@ -242,10 +223,7 @@ def load_labelled_run(
         human_files=files,
         inclusion=inclusion,
         outside=outside,
-        n_boot=n_boot,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+        config=config or AnalysisConfig(),
     )
 
 
@@ -255,16 +233,13 @@ def labelled_run_of(
     *,
     human: Sequence[HumanLabel] = (),
     taxonomy: Taxonomy | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    simultaneous: bool = False,
+    config: AnalysisConfig | None = None,
 ) -> LabelledRun:
     """A ``LabelledRun`` from tables in memory (scripts, tests, benchmarks): ``graded`` with
     the ``GRADED_COLUMNS``, ``labels`` per trace (or a DataFrame with ``trace_id``,
     ``error_type`` and optionally ``status``, ``first_error_step``, ``evidence``), people's
-    labels, the taxonomy (built-in when None). No input or taxonomy-hash check: nothing was
-    read from disk."""
+    labels, the taxonomy (built-in when None), how its analyses estimate (``config``). No input
+    or taxonomy-hash check: nothing was read from disk."""
     from misstep.rollouts import GradedRun
 
     if isinstance(labels, pd.DataFrame):
@@ -300,10 +275,7 @@ def labelled_run_of(
             for t, lab in labels.items()
             if (p := getattr(lab, "inclusion_prob", None)) is not None
         },
-        n_boot=n_boot,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+        config=config or AnalysisConfig(),
     )
 
 
@@ -350,7 +322,6 @@ def labelled_summary(
     ks: Sequence[int],
     *,
     by_dataset: bool | None = None,
-    seed: int = 0,
 ) -> list[dict[str, Any]]:
     """``misstep summary --labels`` as data: one record per checkpoint (per checkpoint and
     dataset with ``by_dataset``; None: as ``misstep.metrics.vote_metrics`` decides) holding
@@ -358,7 +329,9 @@ def labelled_summary(
     stratified by dataset)."""
     from misstep.metrics import problem_counts, vote_metrics
 
-    rows = vote_metrics(problem_counts(labelled.table), list(ks), by_dataset=by_dataset, seed=seed)
+    rows = vote_metrics(
+        problem_counts(labelled.table), list(ks), by_dataset=by_dataset, seed=labelled.config.seed
+    )
     records: list[dict[str, Any]] = [row.to_json() for row in rows]
     pool = bool(rows) and all(row.dataset == "all" for row in rows)
     add_error_distributions(

@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from misstep.metrics import boundary_interval
+from misstep.metrics import LEVEL, boundary_interval
 
 __all__ = ["PPIEstimate", "ppi_shares", "simultaneous_z"]
 
@@ -62,7 +62,7 @@ class PPIEstimate:
         out: Array = np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
         return out
 
-    def intervals(self, level: float = 0.95, *, z: float | None = None) -> Array:
+    def intervals(self, level: float = LEVEL, *, z: float | None = None) -> Array:
         """(K, 2) Wald intervals clipped to [0, 1] (``z``: a critical value, e.g. a
         simultaneous one). A type with zero estimated variance (every person gave it, or
         nobody did, and so did the judge) gets the exact Clopper-Pearson interval of the
@@ -139,7 +139,7 @@ def ppi_shares(
 
 
 def simultaneous_z(
-    cov: Array, level: float = 0.95, *, draws: int = 100_000, seed: int = 0
+    cov: Array, level: float = LEVEL, *, draws: int = 100_000, seed: int = 0
 ) -> float:
     """Critical value c with P(max_t |Z_t| / sd_t <= c) = level for Z ~ N(0, cov): the
     Gaussian max-|z| (sup-t) band over the types, from seeded draws. Never above the Bonferroni

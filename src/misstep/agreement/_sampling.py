@@ -135,14 +135,14 @@ def stratified_sample(
     ``misstep plan``) replaces ``n`` and the allocation; ``exclude``: traces people already
     labelled, never drawn again (the draw is then a random sample of the rest)."""
     if n < 1:
-        raise OptionError(option="--n", value=n, allowed="a positive number of traces")
+        raise OptionError(option="n", value=n, allowed="a positive number of traces")
     for field in stratify:
         if field not in STRATA_FIELDS:
             raise OptionError(
-                option="--stratify", value=field, allowed="fields among " + ", ".join(STRATA_FIELDS)
+                option="stratify", value=field, allowed="fields among " + ", ".join(STRATA_FIELDS)
             )
     if allocation not in ("proportional", "equal"):
-        raise OptionError(option="--allocation", value=allocation, allowed="proportional, equal")
+        raise OptionError(option="allocation", value=allocation, allowed="proportional, equal")
     pool: dict[str, list[tuple[Trace, StoredLabel]]] = {}
     for trace in traces:
         label = labels.get(trace.trace_id)
@@ -259,7 +259,7 @@ def write_task(
         config.write_text(labelstudio_config(categories), encoding="utf-8")
         written.append(config)
     else:
-        raise OptionError(option="--format", value=fmt, allowed="jsonl, csv, labelstudio")
+        raise OptionError(option="fmt", value=fmt, allowed="jsonl, csv, labelstudio")
     with sidecar.open("wb") as fh:
         for row in rows:
             side: dict[str, object] = {

@@ -15,12 +15,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from misstep.errors import MisstepError, OutputError
+from misstep.errors import MisstepError, OptionError, OutputError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
 __all__ = [
+    "FIELD_FLAGS",
     "data",
     "err_console",
     "handles_errors",
@@ -64,6 +65,29 @@ def quote(value: object) -> str:
     return escape(str(value))
 
 
+FIELD_FLAGS: dict[str, str] = {
+    "allocation": "--allocation",
+    "estimator": "--estimator",
+    "fmt": "--format",
+    "halfwidth": "--halfwidth",
+    "ks": "--k",
+    "level": "--level",
+    "metric": "--metric",
+    "n": "--n",
+    "n_boot": "--n-boot",
+    "seed": "--seed",
+    "simultaneous": "--simultaneous",
+    "stratify": "--stratify",
+}
+"""The flag of each field that domain code names in an ``OptionError`` (domain code never
+names a flag): ``handles_errors`` says the flag."""
+
+
+def _as_flag(exc: OptionError) -> OptionError:
+    flag = FIELD_FLAGS.get(exc.option)
+    return exc if flag is None else exc.renamed(flag)
+
+
 def _fail(message: str, hint: str | None, code: int) -> typer.Exit:
     # Escape: messages quote user values and hints like `pip install 'misstep[vllm]'`,
     # whose brackets rich would otherwise read as markup and drop.
@@ -87,7 +111,8 @@ def writing(path: Path) -> Iterator[None]:
 
 
 def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code; an
+    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code (an
+    ``OptionError`` naming a domain field names its flag, ``FIELD_FLAGS``); an
     operating-system error writing or reading a file (a full disk, a vanished directory)
     becomes exit status 2 naming the file."""
 
@@ -95,6 +120,9 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
+        except OptionError as exc:
+            flagged = _as_flag(exc)
+            raise _fail(flagged.message, flagged.hint, flagged.exit_code) from None
         except MisstepError as exc:
             raise _fail(exc.message, exc.hint, exc.exit_code) from None
         except KeyboardInterrupt:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from misstep.cli._analysis import DEFAULT_ESTIMATOR, EstimatorOpt, SimultaneousOpt, analysis_config
 from misstep.cli._errors import (
     data,
     err_console,
@@ -20,7 +21,6 @@ from misstep.cli._errors import (
 from misstep.cli._load import load_input
 from misstep.cli._options import (
     READING,
-    EstimatorOpt,
     GroupBy,
     HumanOpt,
     JudgeIdOpt,
@@ -31,7 +31,6 @@ from misstep.cli._options import (
     Reading,
     RunTaxonomyOpt,
     SeedOpt,
-    SimultaneousOpt,
     TextFormat,
     TracesArg,
     check_input,
@@ -41,6 +40,7 @@ from misstep.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from misstep.agreement import AnalysisConfig
     from misstep.link import LinkResult
     from misstep.pipelines import RunAnalysis
 
@@ -59,23 +59,13 @@ def _analyse(
     *,
     train_metrics: Path | None,
     k: str | None,
-    seed: int,
     by: GroupBy | None,
-    estimator: str,
-    simultaneous: bool,
+    analysis: AnalysisConfig,
 ) -> RunAnalysis:
     ks = parse_ks(k)  # None: what the samples allow (metrics.default_ks)
     if train_metrics is not None:
         check_input(train_metrics, "--train-metrics")
-    run, labelled = load_input(
-        traces,
-        reading,
-        source,
-        seed=seed,
-        full=True,
-        estimator=estimator,
-        simultaneous=simultaneous,
-    )
+    run, labelled = load_input(traces, reading, source, analysis=analysis, full=True)
     from misstep.link import LINK_STAGES
     from misstep.pipelines import analyse_run
 
@@ -91,7 +81,6 @@ def _analyse(
             labelled,
             train_metrics=train_metrics,
             ks=ks,
-            seed=seed,
             by=by.value if by is not None else None,
             on_stage=on_stage,
         )
@@ -238,7 +227,7 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
-        estimator: EstimatorOpt = "ppi",
+        estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
         simultaneous: SimultaneousOpt = False,
         by: Annotated[
             GroupBy | None,
@@ -256,10 +245,8 @@ def register(app: typer.Typer) -> None:
             LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input),
             train_metrics=train_metrics,
             k=k,
-            seed=seed,
             by=by,
-            estimator=estimator,
-            simultaneous=simultaneous,
+            analysis=analysis_config(seed=seed, estimator=estimator, simultaneous=simultaneous),
         )
         result = analysis.result
         if fmt is TextFormat.json:
@@ -288,7 +275,7 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
-        estimator: EstimatorOpt = "ppi",
+        estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
         simultaneous: SimultaneousOpt = False,
         by: Annotated[
             GroupBy | None,
@@ -307,10 +294,8 @@ def register(app: typer.Typer) -> None:
             LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input),
             train_metrics=train_metrics,
             k=k,
-            seed=seed,
             by=by,
-            estimator=estimator,
-            simultaneous=simultaneous,
+            analysis=analysis_config(seed=seed, estimator=estimator, simultaneous=simultaneous),
         )
         from misstep.pipelines import write_run_report
 

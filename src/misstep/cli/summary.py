@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from misstep.cli._analysis import DEFAULT_ESTIMATOR, EstimatorOpt, SimultaneousOpt, analysis_config
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_input, load_run
 from misstep.cli._options import (
     READING,
     ByOpt,
-    EstimatorOpt,
     GroupBy,
     HumanOpt,
     JudgeIdOpt,
@@ -29,7 +29,6 @@ from misstep.cli._options import (
     Reading,
     RunTaxonomyOpt,
     SeedOpt,
-    SimultaneousOpt,
     TableFormat,
     TracesArg,
     check_output_file,
@@ -190,11 +189,12 @@ def summary(
             help="PNG of the judge-vs-people confusion matrix (with --human).",
         ),
     ] = None,
-    estimator: EstimatorOpt = "ppi",
+    estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
     simultaneous: SimultaneousOpt = False,
 ) -> None:
     """Per-checkpoint pass@k, maj@k, sc_gain@k, answer statistics and outcome counts."""
     wanted = parse_ks(k)
+    config = analysis_config(seed=seed, estimator=estimator, simultaneous=simultaneous)
     if labels is None and (human or plot is not None):
         raise OptionError(option="--human/--plot", value="given", allowed="only with --labels")
     if plot is not None:
@@ -203,9 +203,7 @@ def summary(
         run, labelled = load_run(traces, reading), None
     else:
         source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input)
-        run, labelled = load_input(
-            traces, reading, source, seed=seed, estimator=estimator, simultaneous=simultaneous
-        )
+        run, labelled = load_input(traces, reading, source, analysis=config)
     from misstep.metrics import (
         check_ks,
         default_ks,
@@ -222,7 +220,7 @@ def summary(
         else default_ks(fitting_samples(counts))
     )
     by_dataset = None if by is None else by is GroupBy.dataset
-    rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=seed)
+    rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=config.seed)
     for note in dict.fromkeys(note for row in rows for note in row.notes):
         err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     records: list[dict[str, Any]] = [row.to_json() for row in rows]

@@ -617,7 +617,7 @@ def link_analysis(
         dists,
         has_human=human is not None,
         seed=seed,
-        n_boot=labelled.n_boot,
+        n_boot=labelled.config.n_boot,
         notes=notes,
     )
 

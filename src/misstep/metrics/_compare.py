@@ -221,7 +221,7 @@ def compare_runs(
     """Compare two graded tables (one checkpoint each, datasets pooled) on their shared
     problems (module docstring). Answer classes are matched by their canonical keys."""
     if metric not in COMPARE_METRICS:
-        raise OptionError(option="--metric", value=metric, allowed=" or ".join(COMPARE_METRICS))
+        raise OptionError(option="metric", value=metric, allowed=" or ".join(COMPARE_METRICS))
     key_a = set((a["dataset"].astype(str) + "/" + a["problem_id"].astype(str)).tolist())
     key_b = set((b["dataset"].astype(str) + "/" + b["problem_id"].astype(str)).tolist())
     keys = sorted(key_a & key_b)

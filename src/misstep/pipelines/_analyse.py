@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from misstep.agreement import DEFAULT_ESTIMATOR, Estimator, LabelledRun, load_labelled_run
+from misstep.agreement import AnalysisConfig, LabelledRun, load_labelled_run
 from misstep.labels import HumanLabel, StoredLabel
 from misstep.link import LinkResult, link_analysis
 from misstep.metrics import (
@@ -67,7 +67,6 @@ def analyse_run(
     ks: Sequence[int] | None = None,
     input_format: str | None = None,
     regrade: bool = False,
-    seed: int = 0,
     labels_from_other_input: bool = False,
     judge_id: str | None = None,
     by: str | None = None,
@@ -75,8 +74,7 @@ def analyse_run(
     cache: bool = True,
     on_stage: Callable[[str], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    simultaneous: bool = False,
+    config: AnalysisConfig | None = None,
 ) -> RunAnalysis:
     """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
     through the graded-table cache), the current labels of ``labels`` (a run directory or a
@@ -85,8 +83,8 @@ def analyse_run(
     error types against vote failures. ``ks`` follow ``metrics.check_ks``; None: the
     ``metrics.default_ks`` that the samples allow. ``labels`` may be a ``LabelledRun`` already
     loaded over ``traces_path`` with ``full=True`` (the CLI's, which said what it left out);
-    ``human``, ``judge_id``, ``taxonomy``, ``labels_from_other_input``, ``estimator`` and
-    ``simultaneous`` are then its own."""
+    ``human``, ``judge_id``, ``taxonomy``, ``labels_from_other_input`` and ``config`` (how
+    the analysis estimates, ``AnalysisConfig``) are then its own."""
     run = (
         traces_path
         if isinstance(traces_path, GradedRun)
@@ -111,11 +109,10 @@ def analyse_run(
             taxonomy=taxonomy,
             allow_other_input=labels_from_other_input,
             full=True,
-            seed=seed,
-            estimator=estimator,
-            simultaneous=simultaneous,
+            config=config,
         )
     )
+    seed = labelled.config.seed
     stored = labelled.records
     human_labels = labelled.human or None
     result = link_analysis(

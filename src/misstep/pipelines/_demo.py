@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from misstep.agreement import AnalysisConfig
 from misstep.judge import JudgeConfig
 from misstep.metrics import CheckpointMetrics, coverage, vote_metrics
 from misstep.pipelines._analyse import analyse_run, write_run_report
@@ -74,7 +75,7 @@ def run_demo(
         taxonomy=load_taxonomy(),
         progress=label_progress,
     )
-    analysis = analyse_run(traces, run_dir, ks=DEMO_KS, seed=seed)
+    analysis = analyse_run(traces, run_dir, ks=DEMO_KS, config=AnalysisConfig(seed=seed))
     metrics = vote_metrics(analysis.graded, DEMO_KS, seed=seed)
     summary = _write_json(out / "summary.json", [m.to_json() for m in metrics])
     cover = _write_json(out / "coverage.json", coverage(analysis.graded).to_json())
