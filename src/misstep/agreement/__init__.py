@@ -17,6 +17,7 @@ from misstep.agreement._config import DEFAULT_ESTIMATOR, ESTIMATORS, AnalysisCon
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._correction import (
     CorrectedDistribution,
+    Pooled,
     correct_distribution,
     estimate_confusion,
     identified_categories,
@@ -24,14 +25,15 @@ from misstep.agreement._correction import (
 )
 from misstep.agreement._errordist import (
     ALL_DATASETS,
-    MIN_PPI_HUMAN,
     ErrorDistribution,
     error_distributions,
     ok_types,
     plot_confusion,
 )
+from misstep.agreement._estimators import CORRECTIONS
 from misstep.agreement._fleiss import fleiss_kappa_of
 from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
+from misstep.agreement._judge_only import JudgeOnly
 from misstep.agreement._krippendorff import (
     alpha_from_coincidences,
     item_coincidences,
@@ -53,7 +55,7 @@ from misstep.agreement._plan import (
     labels_needed,
     plan_labels,
 )
-from misstep.agreement._ppi import PPIEstimate, ppi_shares, simultaneous_z
+from misstep.agreement._ppi import MIN_PPI_HUMAN, PPI, PPIEstimate, ppi_shares, simultaneous_z
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
     STRATA_FIELDS,
@@ -63,17 +65,20 @@ from misstep.agreement._sampling import (
     stratified_sample,
     write_task,
 )
+from misstep.agreement._shares import Group, NoEstimate, ShareEstimate, ShareEstimator, ShareInputs
 from misstep.agreement._steps import StepScores, step_scores
 from misstep.labels import NO_ERROR_CHOICE
 
 __all__ = [
     "ALL_DATASETS",
+    "CORRECTIONS",
     "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
     "MIN_PILOT",
     "MIN_PPI_HUMAN",
     "NO_ERROR_CHOICE",
     "PLAN_VERSION",
+    "PPI",
     "STRATA_FIELDS",
     "AgreementReport",
     "AnalysisConfig",
@@ -83,15 +88,22 @@ __all__ = [
     "Disagreement",
     "ErrorDistribution",
     "Estimator",
+    "Group",
     "Homogeneity",
+    "JudgeOnly",
     "LabelPlan",
     "LabelledRun",
+    "NoEstimate",
     "OverallAgreement",
     "PPIEstimate",
     "PairAgreement",
     "PlanRow",
+    "Pooled",
     "Rating",
     "SampleRow",
+    "ShareEstimate",
+    "ShareEstimator",
+    "ShareInputs",
     "StepAgreement",
     "StepScores",
     "add_error_distributions",
