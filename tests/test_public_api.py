@@ -217,6 +217,7 @@ PUBLIC = {
         "JudgeOnly",
         "LabelPlan",
         "LabelledRun",
+        "LabelledSummary",
         "NoEstimate",
         "OverallAgreement",
         "PPIEstimate",

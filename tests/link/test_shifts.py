@@ -1,4 +1,4 @@
-"""Shares, cluster variances, BH and shift tests."""
+"""Shift tests on the estimators' shares and variances, and BH."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from misstep.link._shifts import bh_adjust, checkpoint_shares, distribution_shifts
+from misstep.agreement import AnalysisConfig, ErrorDistribution, error_distributions
+from misstep.labels import LabelStatus, StoredLabel
+from misstep.link._shifts import bh_adjust, change_draws, checkpoint_shares, distribution_shifts
 
 
 def test_bh_hand_checked() -> None:
@@ -28,15 +30,30 @@ def _rows(ck: str, per_problem: list[list[str]]) -> list[dict[str, str]]:
     ]
 
 
-def test_shares_and_cluster_variance() -> None:
+def _dists(wl: pd.DataFrame, types: list[str], n_boot: int) -> dict[str, ErrorDistribution]:
+    """The error distributions of ``wl``'s labelled wrong traces, by checkpoint."""
+    ids = [f"{r.checkpoint}/{i}" for i, r in enumerate(wl.itertuples())]
+    graded = wl.assign(trace_id=ids, outcome="wrong")
+    labels = {
+        t: StoredLabel(trace_id=t, judge="j", status=LabelStatus.OK, error_type=e)
+        for t, e in zip(ids, wl["error_type"], strict=True)
+    }
+    config = AnalysisConfig(n_boot=n_boot)
+    found = error_distributions(graded, labels, types, config=config, pool_datasets=True)
+    return {d.checkpoint: d for d in found}
+
+
+def test_shares_and_cluster_variance_come_from_the_estimator() -> None:
     # problem 0: a a b (m=3, x_a=2); problem 1: a (m=1, x_a=1) -> r_a = 3/4
     wl = pd.DataFrame(_rows("c1", [["a", "a", "b"], ["a"]]))
-    shares, _ = checkpoint_shares(wl, ["c1"], ["a", "b"], n_boot=50)
-    s = shares[0]
+    (s,) = checkpoint_shares(_dists(wl, ["a", "b"], 50), ["c1"], ["a", "b"])
     assert s.shares["a"] == pytest.approx(0.75)
     # residuals x - r m: 2 - 2.25 = -0.25, 1 - 0.75 = 0.25; var = 2/1 * 0.125 / 16
     assert s.variance["a"] == pytest.approx(2 * 0.125 / 16)
-    assert s.counts == {"a": 3, "b": 1}
+    assert s.n_labelled == 4 and s.n_problems == 2
+    # a checkpoint without labels has no shares to test
+    (empty,) = checkpoint_shares({}, ["c0"], ["a", "b"])
+    assert empty.n_labelled == 0
 
 
 def test_planted_shift_detected_null_not() -> None:
@@ -48,8 +65,9 @@ def test_planted_shift_detected_null_not() -> None:
 
     same = [0.5, 0.3, 0.2]
     wl = pd.DataFrame(draw("c1", same) + draw("c2", same) + draw("c3", [0.2, 0.3, 0.5]))
-    shares, draws = checkpoint_shares(wl, ["c1", "c2", "c3"], types, n_boot=200)
-    shifts = distribution_shifts(shares, draws, types)
+    cks = ["c1", "c2", "c3"]
+    shares = checkpoint_shares(_dists(wl, types, 200), cks, types)
+    shifts = distribution_shifts(shares, change_draws(wl, cks, types, n_boot=200), types)
     assert shifts[0].p_value is not None and shifts[0].p_value > 0.05
     assert shifts[1].p_value is not None and shifts[1].p_value < 0.001
     c = {ch.error_type: ch for ch in shifts[1].changes}
@@ -60,6 +78,7 @@ def test_planted_shift_detected_null_not() -> None:
 
 def test_too_few_is_stated() -> None:
     wl = pd.DataFrame(_rows("c1", [["a"], ["b"]]) + _rows("c2", [["a"], ["a"]]))
-    shares, draws = checkpoint_shares(wl, ["c1", "c2"], ["a", "b"], n_boot=20)
+    shares = checkpoint_shares(_dists(wl, ["a", "b"], 20), ["c1", "c2"], ["a", "b"])
+    draws = change_draws(wl, ["c1", "c2"], ["a", "b"], n_boot=20)
     (shift,) = distribution_shifts(shares, draws, ["a", "b"])
     assert shift.p_value is None and shift.note and "too few" in shift.note

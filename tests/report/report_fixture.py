@@ -32,7 +32,7 @@ def injected_run() -> tuple[LinkResult, dict[str, Trace], pd.DataFrame]:
         for tid in labels["trace_id"]
     }
     return (
-        link_analysis(graded, labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=100))),
+        link_analysis(labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=100))),
         traces,
         labels,
     )

@@ -57,7 +57,7 @@ def test_report_agreement_section_with_human_labels() -> None:
     ]
     html = render_report(
         link_analysis(
-            graded, labelled_run_of(graded, labels, human=human, config=AnalysisConfig(n_boot=50))
+            labelled_run_of(graded, labels, human=human, config=AnalysisConfig(n_boot=50))
         )
     )
     section = html.split('<section id="agreement">')[1].split("</section>")[0]

@@ -41,6 +41,7 @@ from misstep.agreement._krippendorff import (
 )
 from misstep.agreement._labelled import (
     LabelledRun,
+    LabelledSummary,
     add_error_distributions,
     labelled_run_of,
     labelled_summary,
@@ -93,6 +94,7 @@ __all__ = [
     "JudgeOnly",
     "LabelPlan",
     "LabelledRun",
+    "LabelledSummary",
     "NoEstimate",
     "OverallAgreement",
     "PPIEstimate",

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from misstep.agreement._config import AnalysisConfig
-from misstep.agreement._errordist import ErrorDistribution, error_distributions
+from misstep.agreement._errordist import ALL_DATASETS, ErrorDistribution, error_distributions
 from misstep.errors import AnalysisError, LabelStoreError
 from misstep.labels import (
     HumanLabel,
@@ -43,11 +43,13 @@ from misstep.labels import (
     read_labels,
     run_taxonomy,  # moved beside the run manifest; re-exported here
 )
+from misstep.metrics import CheckpointMetrics, ProblemCounts, problem_counts, vote_metrics
 from misstep.rollouts import GradedRun
 from misstep.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
     "LabelledRun",
+    "LabelledSummary",
     "add_error_distributions",
     "labelled_run_of",
     "labelled_summary",
@@ -240,8 +242,6 @@ def labelled_run_of(
     ``error_type`` and optionally ``status``, ``first_error_step``, ``evidence``), people's
     labels, the taxonomy (built-in when None), how its analyses estimate (``config``). No input
     or taxonomy-hash check: nothing was read from disk."""
-    from misstep.rollouts import GradedRun
-
     if isinstance(labels, pd.DataFrame):
         status = labels["status"] if "status" in labels.columns else ["ok"] * len(labels)
         extra = {c: labels[c] for c in ("first_error_step", "evidence") if c in labels.columns}
@@ -317,24 +317,44 @@ def add_error_distributions(
                     record[f"{name}.{key}"] = value
 
 
+@dataclass
+class LabelledSummary:
+    """``misstep summary --labels`` as data: the vote metrics per checkpoint (x dataset) and
+    the error distributions of the same groups."""
+
+    rows: list[CheckpointMetrics]
+    """The vote metrics (``misstep.metrics.vote_metrics``)."""
+    distributions: list[ErrorDistribution]
+    """The error distributions (``LabelledRun.distributions``), pooled over datasets when the
+    rows are."""
+    corrected: bool
+    """Whether people's labels were given (the records carry the corrected shares)."""
+
+    def records(self, *, flat: bool = False) -> list[dict[str, Any]]:
+        """One JSON-ready record per row, its error distribution added
+        (``add_error_distributions``; ``flat``: as ``error_dist.<type>`` columns, for CSV)."""
+        records: list[dict[str, Any]] = [row.to_json() for row in self.rows]
+        add_error_distributions(records, self.distributions, corrected=self.corrected, flat=flat)
+        return records
+
+
 def labelled_summary(
     labelled: LabelledRun,
     ks: Sequence[int],
     *,
     by_dataset: bool | None = None,
-) -> list[dict[str, Any]]:
-    """``misstep summary --labels`` as data: one record per checkpoint (per checkpoint and
-    dataset with ``by_dataset``; None: as ``misstep.metrics.vote_metrics`` decides) holding
-    the vote metrics and the error distributions of ``labelled`` (pooled checkpoints
-    stratified by dataset)."""
-    from misstep.metrics import problem_counts, vote_metrics
-
-    rows = vote_metrics(
-        problem_counts(labelled.table), list(ks), by_dataset=by_dataset, seed=labelled.config.seed
+    counts: ProblemCounts | None = None,
+) -> LabelledSummary:
+    """``misstep summary --labels`` as data: the vote metrics of ``labelled``'s table per
+    checkpoint (per checkpoint and dataset with ``by_dataset``; None: as
+    ``misstep.metrics.vote_metrics`` decides), seeded by its config, and its error
+    distributions of the same groups (pooled checkpoints stratified by dataset). ``counts``:
+    the table's ``problem_counts`` when the caller has them already."""
+    table = counts if counts is not None else problem_counts(labelled.table)
+    rows = vote_metrics(table, list(ks), by_dataset=by_dataset, seed=labelled.config.seed)
+    pool = bool(rows) and all(row.dataset == ALL_DATASETS for row in rows)
+    return LabelledSummary(
+        rows=rows,
+        distributions=labelled.distributions(pool_datasets=pool),
+        corrected=bool(labelled.human),
     )
-    records: list[dict[str, Any]] = [row.to_json() for row in rows]
-    pool = bool(rows) and all(row.dataset == "all" for row in rows)
-    add_error_distributions(
-        records, labelled.distributions(pool_datasets=pool), corrected=bool(labelled.human)
-    )
-    return records

@@ -66,9 +66,10 @@ def _analyse(
     if train_metrics is not None:
         check_input(train_metrics, "--train-metrics")
     run, labelled = load_input(traces, reading, source, analysis=analysis, full=True)
-    from misstep.link import LINK_STAGES
+    from misstep.link import LINK_STAGES, read_train_metrics
     from misstep.pipelines import analyse_run
 
+    steps = None if train_metrics is None else read_train_metrics(train_metrics)
     analyses = 1 + (run.table["dataset"].nunique() if by is GroupBy.dataset else 0)
     with stage_progress("linking") as progress:
         task = progress.add_task("", total=LINK_STAGES * analyses)
@@ -77,11 +78,10 @@ def _analyse(
             progress.update(task, advance=1, description=name)
 
         return analyse_run(
-            run,
             labelled,
-            train_metrics=train_metrics,
             ks=ks,
-            by=by.value if by is not None else None,
+            train_metrics=steps,
+            by_dataset=by is GroupBy.dataset,
             on_stage=on_stage,
         )
 

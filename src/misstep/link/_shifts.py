@@ -1,29 +1,29 @@
 """Shift of the error-type distribution of wrong traces between consecutive checkpoints.
 
-Traces of one problem are not independent (a problem that draws a consistent wrong answer draws
-many traces of one type), so every uncertainty here treats the *problem* as the unit:
+Link estimates no share itself: each checkpoint's shares, intervals and variances are its
+error distribution's (``misstep.agreement.ErrorDistribution``: ``judge_estimate``, and
+``corrected_estimate`` with people's labels), the ones ``summary`` shows
+(``checkpoint_shares``). Traces of one problem are not independent (a problem that draws a
+consistent wrong answer draws many traces of one type), so every uncertainty treats the
+*problem* as the unit.
 
-- a type's share at a checkpoint is a ratio estimator ``sum_i x_i / sum_i m_i`` over problems
-  (``x_i`` labelled wrong traces of that type, ``m_i`` labelled wrong traces), with the
-  cluster-robust variance ``P/(P-1) * sum_i (x_i - r m_i)^2 / (sum_i m_i)^2``;
-- intervals are percentile intervals of a seeded cluster bootstrap (resampling problems);
-- under a label budget (datasets of a checkpoint labelled at different rates) each label
-  weighs by its dataset's ``wrong / labelled`` (``stratum_weights``): the shares, variances,
-  bootstrap and the chi-square table use the weighted counts (all weights 1 otherwise);
-- the per-pair omnibus test is scipy's Pearson chi-square on the 2 x T table of trace counts,
+Without corrected shares (the judge's, ``JudgeOnly``: stratified by dataset under a label
+budget, with the variance of its linearisation over problems):
+
+- the per-pair omnibus test is scipy's Pearson chi-square on the 2 x T table of shares x labels,
   divided by a first-order Rao-Scott design effect (the mean, over types and both checkpoints, of
-  cluster variance / multinomial variance, never below 1) before taking its p-value;
-- the per-type change ``share_b - share_a`` is a two-sided z test with the two cluster-robust
-  variances (checkpoints treated as independent samples of problems, which is conservative when a
-  problem's mix persists between checkpoints), with a bootstrap interval.
+  the estimator's variance / multinomial variance, never below 1) before taking its p-value;
+- the per-type change ``share_b - share_a`` is a two-sided z test with the two variances
+  (checkpoints treated as independent samples of problems, which is conservative when a
+  problem's mix persists between checkpoints), with a bootstrap interval (``change_draws``).
 
-With people's labels the shares are the corrected ones (``misstep.agreement``'s estimator,
-``ppi`` or ``pooled``) and so are the tests (``estimator_shifts``): the per-type change is a
-two-sided z test of ``share_b - share_a`` with the two estimates' variances (their interval
-``delta +- 1.96 se``), the omnibus a Wald test of the whole vector with the sum of the two
-covariances (pseudo-inverse; dof its rank). The checkpoints' ``ppi`` estimates are independent
-(separate traces and human labels); the ``pooled`` ones share one confusion matrix, so adding
-their covariances overstates the variance of a difference (conservative).
+With people's labels the shares are the corrected ones (``ppi`` or ``pooled``) and so are the
+tests (``estimator_shifts``): the per-type change is a two-sided z test of ``share_b - share_a``
+with the two estimates' variances (their interval ``delta +- 1.96 se``), the omnibus a Wald
+test of the whole vector with the sum of the two covariances (pseudo-inverse; dof its rank).
+The checkpoints' ``ppi`` estimates are independent (separate traces and human labels); the
+``pooled`` ones share one confusion matrix, so adding their covariances overstates the
+variance of a difference (conservative).
 
 p-values are Benjamini-Hochberg adjusted (statsmodels ``multipletests``, ``fdr_bh``): omnibus
 tests across all pairs; per-type tests across all pairs x types. The Jensen-Shannon divergence is
@@ -35,7 +35,7 @@ fewer than ``MIN_PROBLEMS`` problems with one is not tested (``p_value`` None, `
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,6 +55,7 @@ __all__ = [
     "Shift",
     "TypeChange",
     "bh_adjust",
+    "change_draws",
     "checkpoint_shares",
     "distribution_shifts",
     "estimator_shifts",
@@ -79,7 +80,8 @@ def bh_adjust(p_values: list[float | None]) -> list[float | None]:
 
 
 class CheckpointShares(BaseModel):
-    """The error-type distribution of one checkpoint's labelled wrong traces."""
+    """One checkpoint's error-type shares as its estimator gives them
+    (``misstep.agreement.ErrorDistribution.estimate``): link estimates nothing itself."""
 
     checkpoint: str
     """Checkpoint name."""
@@ -87,14 +89,14 @@ class CheckpointShares(BaseModel):
     """Labelled wrong traces."""
     n_problems: int
     """Problems with at least one labelled wrong trace."""
-    counts: dict[str, int]
-    """Labelled wrong traces per type."""
     shares: dict[str, float]
-    """Share of the labelled wrong traces per type."""
+    """Share per type: the corrected ones where people's labels correct them, else the
+    judge's (``JudgeOnly``); zeros without labels."""
     ci: dict[str, tuple[float, float]]
-    """95% cluster-bootstrap interval of each share."""
+    """The interval of each share, as ``summary`` shows it."""
     variance: dict[str, float]
-    """Cluster-robust variance of each share."""
+    """Variance of the judge's share of each type (``JudgeOnly``'s covariance: over
+    problems, by linearisation): the uncorrected shift tests use it."""
 
 
 class TypeChange(BaseModel):
@@ -143,6 +145,43 @@ class Shift(BaseModel):
     """Why the pair was not tested, when it was not."""
 
 
+def checkpoint_shares(
+    dists: Mapping[str, ErrorDistribution], checkpoints: list[str], types: list[str]
+) -> list[CheckpointShares]:
+    """Per checkpoint, its shares, intervals and the judge's variances of ``types``, all from
+    its error distribution's estimates (``dists``: by checkpoint)."""
+    out: list[CheckpointShares] = []
+    for ck in checkpoints:
+        d = dists.get(ck)
+        judged = None if d is None else d.judge_estimate
+        if d is None or judged is None:
+            zeros = dict.fromkeys(types, 0.0)
+            out.append(
+                CheckpointShares(
+                    checkpoint=ck, n_labelled=0, n_problems=0, shares=zeros, ci={}, variance=zeros
+                )
+            )
+            continue
+        at = {c: i for i, c in enumerate(judged.categories)}
+        if d.error_dist_corrected is not None:
+            shares = {t: v for t, v in d.error_dist_corrected.items() if v is not None}
+            ci = {t: c for t, c in (d.error_dist_ci or {}).items() if c is not None}
+        else:
+            shares = {t: v for t, v in (d.error_dist or {}).items() if t in types}
+            ci = {t: c for t, c in (d.error_dist_raw_ci or {}).items() if c is not None}
+        out.append(
+            CheckpointShares(
+                checkpoint=ck,
+                n_labelled=judged.n,
+                n_problems=judged.n_units,
+                shares=shares,
+                ci=ci,
+                variance={t: float(judged.cov[at[t], at[t]]) for t in types},
+            )
+        )
+    return out
+
+
 def _problem_matrix(rows: pd.DataFrame, types: list[str]) -> np.ndarray:
     """Problems x types count matrix of one checkpoint's labelled wrong traces (each trace
     counted by its ``weight`` when the rows carry one: a label budget's design weight)."""
@@ -172,28 +211,6 @@ def stratum_weights(wrong: pd.DataFrame, labelled: pd.DataFrame) -> pd.Series:
     return (w * n_ck / per_ck).fillna(1.0)
 
 
-def _raw_counts(rows: pd.DataFrame, types: list[str]) -> list[int]:
-    if rows.empty:
-        return [0] * len(types)
-    counts = rows["error_type"].astype(str).value_counts()
-    return [int(counts.get(t, 0)) for t in types]
-
-
-def _shares(x: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ratio-estimator shares and their cluster-robust variances."""
-    m = x.sum(axis=1)
-    total = m.sum()
-    if total == 0:
-        return np.zeros(n_types), np.zeros(n_types)
-    r = x.sum(axis=0) / total
-    p = x.shape[0]
-    if p < 2:
-        return r, np.full(n_types, np.nan)
-    resid = x - np.outer(m, r)
-    var = p / (p - 1) * (resid**2).sum(axis=0) / total**2
-    return r, var
-
-
 def _bootstrap(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """n_boot x types bootstrap shares, resampling problems with replacement."""
     p = x.shape[0]
@@ -206,44 +223,31 @@ def _bootstrap(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarr
     return out
 
 
-def checkpoint_shares(
+def change_draws(
     wrong_labelled: pd.DataFrame,
     checkpoints: list[str],
     types: list[str],
     *,
     seed: int = 0,
     n_boot: int = 1000,
-) -> tuple[list[CheckpointShares], dict[str, np.ndarray]]:
-    """Per checkpoint: shares with intervals, plus the bootstrap draws (for the shifts)."""
-    out: list[CheckpointShares] = []
+) -> dict[str, np.ndarray]:
+    """Per checkpoint, bootstrap draws of its shares (problems resampled) for the intervals
+    of the changes."""
     draws: dict[str, np.ndarray] = {}
     by_ck = dict(tuple(wrong_labelled.groupby("checkpoint", sort=False)))
     for i, ck in enumerate(checkpoints):
         rows = by_ck.get(ck, wrong_labelled.iloc[:0])
-        x = _problem_matrix(rows, types)
-        r, var = _shares(x, len(types))
-        boot = _bootstrap(x, n_boot, np.random.default_rng([seed, i]))
-        draws[ck] = boot
-        lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-        out.append(
-            CheckpointShares(
-                checkpoint=ck,
-                n_labelled=len(rows),
-                n_problems=int((x.sum(axis=1) > 0).sum()),
-                counts={t: int(v) for t, v in zip(types, _raw_counts(rows, types), strict=True)},
-                shares={t: float(v) for t, v in zip(types, r, strict=True)},
-                ci={t: (float(a), float(b)) for t, a, b in zip(types, lo, hi, strict=True)},
-                variance={t: float(v) for t, v in zip(types, var, strict=True)},
-            )
+        draws[ck] = _bootstrap(
+            _problem_matrix(rows, types), n_boot, np.random.default_rng([seed, i])
         )
-    return out, draws
+    return draws
 
 
 def _omnibus(
     a: CheckpointShares, b: CheckpointShares, types: list[str]
 ) -> tuple[float, int, float, float]:
     """Rao-Scott corrected chi-square: statistic, dof, design effect, raw p-value."""
-    present = [t for t in types if a.counts[t] + b.counts[t] > 0]
+    present = [t for t in types if a.shares[t] + b.shares[t] > 0]
     # shares x labels: the counts themselves, or the design-weighted ones under a label budget
     table = np.array(
         [[cs.shares[t] * cs.n_labelled for t in present] for cs in (a, b)], dtype=float
