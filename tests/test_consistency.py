@@ -631,4 +631,6 @@ def test_link_takes_its_shares_intervals_and_shift_tests_from_the_estimator(
             tested += 1
             p = 1.0 if se == 0 else 2 * stats.norm.sf(abs(delta) / se)
             assert change["p_raw"] == pytest.approx(p)
+            z = stats.norm.ppf(0.975)  # the z test's interval at the default 95%
+            assert change["ci"] == pytest.approx([delta - z * se, delta + z * se])
     assert tested > 0  # the run has enough labels for the tests to run

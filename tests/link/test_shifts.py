@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from misstep.agreement import AnalysisConfig, ErrorDistribution, error_distributions
 from misstep.labels import LabelStatus, StoredLabel
-from misstep.link._shifts import bh_adjust, change_draws, checkpoint_shares, distribution_shifts
+from misstep.link._shifts import bh_adjust, checkpoint_shares, distribution_shifts
 
 
 def test_bh_hand_checked() -> None:
@@ -67,7 +69,7 @@ def test_planted_shift_detected_null_not() -> None:
     wl = pd.DataFrame(draw("c1", same) + draw("c2", same) + draw("c3", [0.2, 0.3, 0.5]))
     cks = ["c1", "c2", "c3"]
     shares = checkpoint_shares(_dists(wl, types, 200), cks, types)
-    shifts = distribution_shifts(shares, change_draws(wl, cks, types, n_boot=200), types)
+    shifts = distribution_shifts(shares, types)
     assert shifts[0].p_value is not None and shifts[0].p_value > 0.05
     assert shifts[1].p_value is not None and shifts[1].p_value < 0.001
     c = {ch.error_type: ch for ch in shifts[1].changes}
@@ -79,6 +81,26 @@ def test_planted_shift_detected_null_not() -> None:
 def test_too_few_is_stated() -> None:
     wl = pd.DataFrame(_rows("c1", [["a"], ["b"]]) + _rows("c2", [["a"], ["a"]]))
     shares = checkpoint_shares(_dists(wl, ["a", "b"], 20), ["c1", "c2"], ["a", "b"])
-    draws = change_draws(wl, ["c1", "c2"], ["a", "b"], n_boot=20)
-    (shift,) = distribution_shifts(shares, draws, ["a", "b"])
+    (shift,) = distribution_shifts(shares, ["a", "b"])
     assert shift.p_value is None and shift.note and "too few" in shift.note
+
+
+def test_the_interval_of_a_change_is_its_z_tests_at_the_level() -> None:
+    # c1: 10 problems of (a, a), 10 of (b, b): share_a 0.5; cluster residuals +-1 on m = 2,
+    # var_a = 20/19 * 20 / 40^2. c2: 10 of (a, a), 30 of (b, b): share_a 0.25; residuals
+    # 2 - 0.5 = 1.5 (10 times) and -0.5 (30 times): var_a = 40/39 * 30 / 80^2.
+    wl = pd.DataFrame(
+        _rows("c1", [["a", "a"]] * 10 + [["b", "b"]] * 10)
+        + _rows("c2", [["a", "a"]] * 10 + [["b", "b"]] * 30)
+    )
+    shares = checkpoint_shares(_dists(wl, ["a", "b"], 20), ["c1", "c2"], ["a", "b"])
+    var = 20 / 19 * 20 / 40**2 + 40 / 39 * 30 / 80**2
+    assert shares[0].variance["a"] + shares[1].variance["a"] == pytest.approx(var)
+    for level in (0.95, 0.9):
+        z = NormalDist().inv_cdf(0.5 + level / 2)  # 1.96, 1.645 (the standard library's)
+        (shift,) = distribution_shifts(shares, ["a", "b"], level=level)
+        a = shift.changes[0]
+        assert a.delta == pytest.approx(-0.25)
+        assert a.ci == pytest.approx((-0.25 - z * var**0.5, -0.25 + z * var**0.5))
+        # the interval excludes 0 exactly when the unadjusted p-value is below 1 - level
+        assert a.p_raw is not None and (a.ci[1] < 0) == (a.p_raw < 1 - level)

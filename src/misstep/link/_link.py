@@ -56,11 +56,9 @@ from misstep.link._shifts import (
     CheckpointShares,
     Shift,
     bh_adjust,
-    change_draws,
     checkpoint_shares,
     distribution_shifts,
     estimator_shifts,
-    stratum_weights,
 )
 from misstep.metrics import DEFAULT_KS, order_checkpoints
 
@@ -332,16 +330,11 @@ def _distributions(labelled: LabelledRun, dataset: str | None) -> list[ErrorDist
 def _typed_wrong(
     graded: pd.DataFrame, lab: pd.DataFrame, types: list[str]
 ) -> tuple[pd.DataFrame, list[str]]:
-    """The wrong traces with an ok label (with design weights under a label budget), and the
-    types among ``types`` that occur in them."""
+    """The wrong traces with an ok label, and the types among ``types`` that occur in them."""
     wrong = graded.loc[
         graded["outcome"].astype(str) == "wrong", [*PROBLEM_KEY, "trace_id", "answer_class"]
     ]
     wl = wrong.merge(lab[["trace_id", "error_type"]], on="trace_id", how="inner")
-    if not wl.empty:
-        weights = stratum_weights(wrong, wl)
-        if not np.allclose(weights.to_numpy(), 1.0):
-            wl = wl.assign(weight=weights.to_numpy())
     seen_types = set(wl["error_type"].astype(str).unique().tolist())
     unknown = sorted(seen_types - set(types))
     if unknown:
@@ -361,8 +354,7 @@ def _type_shifts(
     dists: Mapping[str, ErrorDistribution],
     *,
     has_human: bool,
-    seed: int,
-    n_boot: int,
+    level: float,
     notes: list[str],
 ) -> tuple[list[CheckpointShares], list[Shift]]:
     """Per-checkpoint shares and their shifts, both from one estimator: the corrected one
@@ -381,11 +373,10 @@ def _type_shifts(
     if not corrected:
         if not has_human:
             notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
-        draws = change_draws(wl, checkpoints, seen, seed=seed, n_boot=n_boot)
-        return shares, distribution_shifts(shares, draws, seen)
+        return shares, distribution_shifts(shares, seen, level=level)
     _corrected_notes(dists, notes)
     ordered = [dists.get(ck) for ck in checkpoints]
-    return shares, estimator_shifts(ordered, checkpoints, seen)
+    return shares, estimator_shifts(ordered, checkpoints, seen, level=level)
 
 
 def _correlations(
@@ -615,8 +606,7 @@ def link_analysis(
         seen,
         dists,
         has_human=human is not None,
-        seed=seed,
-        n_boot=labelled.config.n_boot,
+        level=labelled.config.level,
         notes=notes,
     )
 

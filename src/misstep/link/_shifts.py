@@ -15,12 +15,16 @@ budget, with the variance of its linearisation over problems):
   the estimator's variance / multinomial variance, never below 1) before taking its p-value;
 - the per-type change ``share_b - share_a`` is a two-sided z test with the two variances
   (checkpoints treated as independent samples of problems, which is conservative when a
-  problem's mix persists between checkpoints), with a bootstrap interval (``change_draws``).
+  problem's mix persists between checkpoints).
 
 With people's labels the shares are the corrected ones (``ppi`` or ``pooled``) and so are the
 tests (``estimator_shifts``): the per-type change is a two-sided z test of ``share_b - share_a``
-with the two estimates' variances (their interval ``delta +- 1.96 se``), the omnibus a Wald
-test of the whole vector with the sum of the two covariances (pseudo-inverse; dof its rank).
+with the two estimates' variances, the omnibus a Wald test of the whole vector with the sum of
+the two covariances (pseudo-inverse; dof its rank).
+
+For every estimator the interval of a change is that z test's, ``delta +- z se`` at the
+analysis's level (``z`` 1.96 at 95%): it excludes 0 exactly when the unadjusted p-value is
+below 1 - level.
 The checkpoints' ``ppi`` estimates are independent (separate traces and human labels); the
 ``pooled`` ones share one confusion matrix, so adding their covariances overstates the
 variance of a difference (conservative).
@@ -39,11 +43,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 from statsmodels.stats.multitest import multipletests
+
+from misstep.metrics import LEVEL
 
 if TYPE_CHECKING:
     from misstep.agreement import ErrorDistribution
@@ -55,11 +60,9 @@ __all__ = [
     "Shift",
     "TypeChange",
     "bh_adjust",
-    "change_draws",
     "checkpoint_shares",
     "distribution_shifts",
     "estimator_shifts",
-    "stratum_weights",
 ]
 
 MIN_LABELLED = 20
@@ -111,7 +114,8 @@ class TypeChange(BaseModel):
     delta: float
     """``share_after - share_before``."""
     ci: tuple[float, float] | None
-    """95% cluster-bootstrap interval of ``delta``."""
+    """Interval of ``delta`` at the analysis's level (95% by default): the z test's,
+    ``delta +- z se``, with the estimators' variances."""
     cohen_h: float
     """Effect size ``2 asin sqrt(after) - 2 asin sqrt(before)``."""
     p_value: float | None
@@ -182,67 +186,6 @@ def checkpoint_shares(
     return out
 
 
-def _problem_matrix(rows: pd.DataFrame, types: list[str]) -> np.ndarray:
-    """Problems x types count matrix of one checkpoint's labelled wrong traces (each trace
-    counted by its ``weight`` when the rows carry one: a label budget's design weight)."""
-    if rows.empty:
-        return np.zeros((0, len(types)))
-    keys = [rows["dataset"], rows["problem_id"]]
-    if "weight" in rows.columns:
-        ct = pd.crosstab(keys, rows["error_type"], values=rows["weight"], aggfunc="sum")
-        ct = ct.fillna(0.0)
-    else:
-        ct = pd.crosstab(keys, rows["error_type"])
-    return ct.reindex(columns=types, fill_value=0).to_numpy(dtype=float)
-
-
-def stratum_weights(wrong: pd.DataFrame, labelled: pd.DataFrame) -> pd.Series:
-    """Design weights of ``labelled`` (wrong traces with an ok label: ``checkpoint``,
-    ``dataset``): within a checkpoint, a dataset's labels stand for all its wrong traces, so
-    each weighs ``N_h / n_h`` (wrong traces / labelled ones of that dataset), scaled so that
-    the weights of a checkpoint sum to its number of labels. All 1 when every dataset of a
-    checkpoint is labelled at the same rate (or there is one dataset)."""
-    sizes = wrong.groupby(["checkpoint", "dataset"], sort=False).size()
-    labelled_n = labelled.groupby(["checkpoint", "dataset"], sort=False).size()
-    raw = (sizes / labelled_n).rename("w")
-    w = labelled.join(raw, on=["checkpoint", "dataset"])["w"].astype(float)
-    per_ck = w.groupby(labelled["checkpoint"]).transform("sum")
-    n_ck = labelled.groupby("checkpoint")["checkpoint"].transform("size")
-    return (w * n_ck / per_ck).fillna(1.0)
-
-
-def _bootstrap(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """n_boot x types bootstrap shares, resampling problems with replacement."""
-    p = x.shape[0]
-    if p == 0:
-        return np.zeros((n_boot, x.shape[1]))
-    w = rng.multinomial(p, np.full(p, 1.0 / p), size=n_boot).astype(float)
-    tot = w @ x
-    s = tot.sum(axis=1, keepdims=True)
-    out: np.ndarray = np.divide(tot, s, out=np.zeros_like(tot), where=s > 0)
-    return out
-
-
-def change_draws(
-    wrong_labelled: pd.DataFrame,
-    checkpoints: list[str],
-    types: list[str],
-    *,
-    seed: int = 0,
-    n_boot: int = 1000,
-) -> dict[str, np.ndarray]:
-    """Per checkpoint, bootstrap draws of its shares (problems resampled) for the intervals
-    of the changes."""
-    draws: dict[str, np.ndarray] = {}
-    by_ck = dict(tuple(wrong_labelled.groupby("checkpoint", sort=False)))
-    for i, ck in enumerate(checkpoints):
-        rows = by_ck.get(ck, wrong_labelled.iloc[:0])
-        draws[ck] = _bootstrap(
-            _problem_matrix(rows, types), n_boot, np.random.default_rng([seed, i])
-        )
-    return draws
-
-
 def _omnibus(
     a: CheckpointShares, b: CheckpointShares, types: list[str]
 ) -> tuple[float, int, float, float]:
@@ -274,12 +217,17 @@ def _jsd(pa: np.ndarray, pb: np.ndarray) -> float:
     return distance**2
 
 
+def _critical(level: float) -> float:
+    """The two-sided normal critical value of ``level`` (1.96 at 0.95)."""
+    return float(stats.norm.ppf(0.5 + level / 2))
+
+
 def distribution_shifts(
-    shares: list[CheckpointShares],
-    draws: dict[str, np.ndarray],
-    types: list[str],
+    shares: list[CheckpointShares], types: list[str], *, level: float = LEVEL
 ) -> list[Shift]:
-    """Shifts between consecutive checkpoints of ``shares`` (in checkpoint order)."""
+    """Shifts between consecutive checkpoints of ``shares`` (in checkpoint order); intervals
+    of the changes at ``level``."""
+    z = _critical(level)
     shifts: list[Shift] = []
     for a, b in itertools.pairwise(shares):
         few = [
@@ -289,7 +237,7 @@ def distribution_shifts(
         ]
         changes = []
         # A checkpoint without labels has no distribution: nothing changed "by 0 pp".
-        for j, t in enumerate(types if a.n_labelled and b.n_labelled else []):
+        for t in types if a.n_labelled and b.n_labelled else []:
             ra, rb = a.shares[t], b.shares[t]
             p_raw: float | None = None
             ci: tuple[float, float] | None = None
@@ -300,9 +248,8 @@ def distribution_shifts(
                     if se == 0 or not np.isfinite(se)
                     else float(2 * stats.norm.sf(abs(rb - ra) / se))
                 )
-                d = draws[b.checkpoint][:, j] - draws[a.checkpoint][:, j]
-                lo, hi = np.percentile(d, [2.5, 97.5])
-                ci = (float(lo), float(hi))
+                # the z test's interval: it excludes 0 exactly when p_raw < 1 - level
+                ci = (rb - ra - z * se, rb - ra + z * se) if np.isfinite(se) else None
             h = 2 * np.arcsin(np.sqrt(rb)) - 2 * np.arcsin(np.sqrt(ra))
             changes.append(
                 TypeChange(
@@ -376,6 +323,7 @@ def _estimator_pair(
     a: tuple[np.ndarray, np.ndarray],
     b: tuple[np.ndarray, np.ndarray],
     types: list[str],
+    z: float,
 ) -> Shift:
     """The Wald and per-type z tests of one pair from the estimates and covariances."""
     delta = b[0] - a[0]
@@ -391,7 +339,7 @@ def _estimator_pair(
                 share_before=float(a[0][j]),
                 share_after=float(b[0][j]),
                 delta=float(delta[j]),
-                ci=(float(delta[j] - 1.96 * se[j]), float(delta[j] + 1.96 * se[j])),
+                ci=(float(delta[j] - z * se[j]), float(delta[j] + z * se[j])),
                 cohen_h=float(2 * np.arcsin(np.sqrt(rb)) - 2 * np.arcsin(np.sqrt(ra))),
                 p_value=p_raw,
                 p_raw=p_raw,
@@ -422,10 +370,16 @@ def _estimator_pair(
 
 
 def estimator_shifts(
-    dists: Sequence[ErrorDistribution | None], checkpoints: list[str], types: list[str]
+    dists: Sequence[ErrorDistribution | None],
+    checkpoints: list[str],
+    types: list[str],
+    *,
+    level: float = LEVEL,
 ) -> list[Shift]:
     """Shifts between consecutive checkpoints from their corrected error distributions
-    (``dists`` in checkpoint order): the tests of the module docstring, BH-adjusted."""
+    (``dists`` in checkpoint order): the tests of the module docstring, BH-adjusted;
+    intervals of the changes at ``level``."""
+    z = _critical(level)
     shifts: list[Shift] = []
     for (ck_a, da), (ck_b, db) in itertools.pairwise(zip(checkpoints, dists, strict=True)):
         both = [
@@ -455,7 +409,7 @@ def estimator_shifts(
                 )
             )
             continue
-        shifts.append(_estimator_pair(ck_a, ck_b, a, b, both))
+        shifts.append(_estimator_pair(ck_a, ck_b, a, b, both, z))
     for s, adj in zip(shifts, bh_adjust([s.p_raw for s in shifts]), strict=True):
         s.p_value = adj
     flat = [c for s in shifts for c in s.changes]
