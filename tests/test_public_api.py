@@ -158,6 +158,7 @@ PUBLIC = {
     "misstep.metrics": [
         "DEFAULT_KS",
         "DEFAULT_N_BOOT",
+        "DEFAULT_SEED",
         "LEVEL",
         "AggregatorScore",
         "Change",

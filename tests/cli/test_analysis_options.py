@@ -17,7 +17,7 @@ from misstep.cli._analysis import EstimatorChoice, analysis_config
 from misstep.cli._errors import FIELD_FLAGS
 from misstep.cli.app import app
 from misstep.errors import OptionError
-from misstep.metrics import DEFAULT_N_BOOT, LEVEL
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL
 
 runner = CliRunner()
 SRC = Path(__file__).resolve().parents[2] / "src" / "misstep"
@@ -31,7 +31,7 @@ def test_the_cli_choices_and_default_are_the_domains() -> None:
 
 def test_the_config_owns_the_defaults() -> None:
     config = AnalysisConfig()
-    assert (config.n_boot, config.level, config.seed) == (DEFAULT_N_BOOT, LEVEL, 0)
+    assert (config.n_boot, config.level, config.seed) == (DEFAULT_N_BOOT, LEVEL, DEFAULT_SEED)
     assert config.estimator is Estimator.PPI and config.simultaneous is False
     # every field carries its docstring
     assert all(f.description for f in AnalysisConfig.model_fields.values())

@@ -29,7 +29,7 @@ from misstep.agreement._krippendorff import (
     krippendorff_alpha,
 )
 from misstep.agreement._steps import step_scores
-from misstep.metrics import DEFAULT_N_BOOT, LEVEL, percentile_ci, resample_counts
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL, percentile_ci, resample_counts
 
 __all__ = [
     "AgreementReport",
@@ -230,7 +230,7 @@ class AgreementReport(BaseModel):
     """What ``groups`` splits by (e.g. ``checkpoint``)."""
     n_boot: int = DEFAULT_N_BOOT
     """Bootstrap resamples behind every interval."""
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     """Seed of the bootstrap."""
     notes: list[str] = Field(default_factory=list)
     """What was left out and why."""
@@ -504,7 +504,7 @@ def agreement_report(
     by: str | None = None,
     groups: Mapping[str, str] | None = None,
     n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     level: float = LEVEL,
 ) -> AgreementReport:
     """Agreement among raters ({rater: {trace_id: Rating or error type}}).

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from misstep.metrics import DEFAULT_N_BOOT, LEVEL
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL
 
 __all__ = ["DEFAULT_ESTIMATOR", "ESTIMATORS", "AnalysisConfig", "Estimator"]
 
@@ -49,7 +49,7 @@ class AnalysisConfig(BaseModel):
     """Bootstrap resamples behind every bootstrap interval (count)."""
     level: float = Field(default=LEVEL, gt=0.0, lt=1.0)
     """Confidence level of every interval (share)."""
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=DEFAULT_SEED, ge=0)
     """Seed of every random step (bootstraps, permutations, Monte Carlo)."""
     estimator: Estimator = DEFAULT_ESTIMATOR
     """How people's labels correct the judge's error-type shares (``judge``: they do not)."""

@@ -31,7 +31,7 @@ from misstep.agreement._config import AnalysisConfig, Estimator
 from misstep.agreement._judge_only import JudgeOnly, percentile_cis
 from misstep.agreement._shares import Group, ShareEstimate, ShareInputs
 from misstep.errors import AnalysisError
-from misstep.metrics import DEFAULT_N_BOOT, LEVEL, resample_counts
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL, resample_counts
 
 __all__ = [
     "CorrectedDistribution",
@@ -44,6 +44,10 @@ __all__ = [
 
 Array = npt.NDArray[np.float64]
 
+SMOOTHING = 0.01
+"""Weight added to every cell of the confusion counts: it keeps rows of unseen types
+defined."""
+
 
 def estimate_confusion(
     human: Sequence[str],
@@ -51,7 +55,7 @@ def estimate_confusion(
     categories: Sequence[str],
     *,
     weights: Sequence[float] | Array | None = None,
-    smoothing: float = 0.01,
+    smoothing: float = SMOOTHING,
 ) -> Array:
     """Row-stochastic M[t, j] = P(judge says j | human says t), weighted, smoothed."""
     index = {c: i for i, c in enumerate(categories)}
@@ -216,9 +220,9 @@ def correct_distribution(
     weights: Sequence[float] | None = None,
     group: str = "all",
     n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     level: float = LEVEL,
-    smoothing: float = 0.01,
+    smoothing: float = SMOOTHING,
     strata: Sequence[str] | None = None,
     stratum_sizes: Mapping[str, int] | None = None,
     clusters: Sequence[str] | None = None,
@@ -293,7 +297,7 @@ class Pooled:
         judge: JudgeOnly,
         *,
         weights: Sequence[float] | None = None,
-        smoothing: float = 0.01,
+        smoothing: float = SMOOTHING,
     ) -> None:
         cats = list(categories)
         k = len(cats)

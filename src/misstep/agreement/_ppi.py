@@ -36,7 +36,7 @@ from scipy import stats
 
 from misstep.agreement._config import AnalysisConfig, Estimator
 from misstep.agreement._shares import Group, NoEstimate, ShareEstimate, ShareInputs
-from misstep.metrics import LEVEL, boundary_interval
+from misstep.metrics import DEFAULT_SEED, LEVEL, boundary_interval
 
 __all__ = ["MIN_PPI_HUMAN", "PPI", "PPIEstimate", "ppi_shares", "simultaneous_z"]
 
@@ -141,7 +141,7 @@ def ppi_shares(
 
 
 def simultaneous_z(
-    cov: Array, level: float = LEVEL, *, draws: int = 100_000, seed: int = 0
+    cov: Array, level: float = LEVEL, *, draws: int = 100_000, seed: int = DEFAULT_SEED
 ) -> float:
     """Critical value c with P(max_t |Z_t| / sd_t <= c) = level for Z ~ N(0, cov): the
     Gaussian max-|z| (sup-t) band over the types, from seeded draws. Never above the Bonferroni

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from misstep.errors import OptionError
 from misstep.labels import NO_ERROR_CHOICE, LabelStatus, StoredLabel
+from misstep.metrics import DEFAULT_SEED
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace, extract_answer
 
@@ -119,7 +120,7 @@ def stratified_sample(
     n: int,
     stratify: Sequence[str] = ("checkpoint", "error_type"),
     allocation: Allocation = "proportional",
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     inclusion: Mapping[str, float] | None = None,
     take: Mapping[str, int] | None = None,
     exclude: Collection[str] = (),

@@ -2,6 +2,7 @@
 
 from misstep.metrics._bootstrap import (
     DEFAULT_N_BOOT,
+    DEFAULT_SEED,
     LEVEL,
     Strata,
     percentile_ci,
@@ -36,6 +37,7 @@ from misstep.metrics._voting import AggregatorScore, VotingRow, voting_table
 __all__ = [
     "DEFAULT_KS",
     "DEFAULT_N_BOOT",
+    "DEFAULT_SEED",
     "LEVEL",
     "AggregatorScore",
     "Change",

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 __all__ = [
     "DEFAULT_N_BOOT",
+    "DEFAULT_SEED",
     "LEVEL",
     "Strata",
     "bootstrap_means",
@@ -32,6 +33,8 @@ DEFAULT_N_BOOT = 1000
 """Bootstrap resamples behind an interval when none is asked for (every command's default)."""
 LEVEL = 0.95
 """Confidence level of an interval when none is asked for (every command's default)."""
+DEFAULT_SEED = 0
+"""Seed of every random step when none is asked for (every command's default)."""
 
 FloatArray = npt.NDArray[np.float64]
 
