@@ -91,8 +91,9 @@ def test_stratified_sample_weights_and_determinism() -> None:
     row = rows[0]
     assert row.steps.splitlines()[1] == "[1] Then 4*3=13."
     assert row.final_answer.isdigit()
-    with pytest.raises(OptionError, match="--stratify"):
+    with pytest.raises(OptionError, match="stratify='model'") as info:
         stratified_sample(traces, labels, n=3, stratify=["model"])
+    assert info.value.option == "stratify"  # a field; the CLI says --stratify
 
 
 def _fill(path: Path, rows: list[dict[str, object]]) -> None:

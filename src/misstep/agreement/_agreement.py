@@ -19,7 +19,6 @@ import numpy.typing as npt
 import orjson
 from pydantic import BaseModel, Field
 
-from misstep.agreement._bootstrap import percentile_ci, resample_counts
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._fleiss import fleiss_kappa_of
@@ -30,6 +29,7 @@ from misstep.agreement._krippendorff import (
     krippendorff_alpha,
 )
 from misstep.agreement._steps import step_scores
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL, percentile_ci, resample_counts
 
 __all__ = [
     "AgreementReport",
@@ -228,9 +228,9 @@ class AgreementReport(BaseModel):
     """The same report per ``by`` group."""
     by: str | None = None
     """What ``groups`` splits by (e.g. ``checkpoint``)."""
-    n_boot: int = 1000
+    n_boot: int = DEFAULT_N_BOOT
     """Bootstrap resamples behind every interval."""
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     """Seed of the bootstrap."""
     notes: list[str] = Field(default_factory=list)
     """What was left out and why."""
@@ -279,7 +279,7 @@ def _pair(
         )
         return empty, diffs
     same = np.array([x == y for x, y in zip(xa, xb, strict=True)], dtype=np.float64)
-    counts = resample_counts(len(items), n_boot, seed)
+    counts = resample_counts(len(items), n_boot, np.random.default_rng(seed))
     index = {c: i for i, c in enumerate(cats)}
     k = len(cats)
     cells = np.array([index[x] * k + index[y] for x, y in zip(xa, xb, strict=True)])
@@ -318,7 +318,7 @@ def _overall(
     per_item = per_item[pairable]
     alpha_ci: CI = None
     if per_item.shape[0]:
-        counts = resample_counts(per_item.shape[0], n_boot, seed)
+        counts = resample_counts(per_item.shape[0], n_boot, np.random.default_rng(seed))
         boot = (counts @ per_item.reshape(per_item.shape[0], -1)).reshape(
             n_boot, *per_item.shape[1:]
         )
@@ -365,7 +365,7 @@ def _against_consensus(
         onehot[
             np.arange(len(items)), [index[x] * k + index[y] for x, y in zip(ref, got, strict=True)]
         ] = 1.0
-        counts = resample_counts(len(items), n_boot, seed)
+        counts = resample_counts(len(items), n_boot, np.random.default_rng(seed))
         boot = per_category_scores((counts @ onehot).reshape(n_boot, k, k))
         acc_ci = _ci(boot.accuracy, level)
         f1_cis = [_ci(boot.f1[:, i], level) for i in range(k)]
@@ -419,7 +419,8 @@ def _steps(
     ref = [None if sa[t] == _NO_ERROR else sa[t] for t in items]
     got = [None if sb[t] == _NO_ERROR else sb[t] for t in items]
     point = step_scores(ref, got)  # type: ignore[arg-type]
-    boot = step_scores(ref, got, resample_counts(len(items), n_boot, seed))  # type: ignore[arg-type]
+    counts = resample_counts(len(items), n_boot, np.random.default_rng(seed))
+    boot = step_scores(ref, got, counts)  # type: ignore[arg-type]
     has_both = point.n_erroneous > 0 and point.n_correct > 0
     return StepAgreement(
         a=a,
@@ -502,9 +503,9 @@ def agreement_report(
     categories: Sequence[str] | None = None,
     by: str | None = None,
     groups: Mapping[str, str] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    level: float = LEVEL,
 ) -> AgreementReport:
     """Agreement among raters ({rater: {trace_id: Rating or error type}}).
 

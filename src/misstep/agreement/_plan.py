@@ -29,8 +29,10 @@ import numpy.typing as npt
 from pydantic import BaseModel
 from scipy import stats
 
+from misstep.agreement._config import Estimator
 from misstep.agreement._errordist import ok_types
 from misstep.errors import OptionError
+from misstep.metrics import LEVEL
 
 if TYPE_CHECKING:
     from misstep.agreement._labelled import LabelledRun
@@ -82,7 +84,7 @@ def labels_needed(
     y: Array | None = None,
     f: Array | None = None,
     weights: Array | None = None,
-    level: float = 0.95,
+    level: float = LEVEL,
 ) -> tuple[int, float]:
     """(labels needed, expected largest half-width with them) for one checkpoint of
     ``n_judged`` judged traces, from the pilot's one-hot human types ``y`` and judge types
@@ -117,7 +119,7 @@ class LabelPlan(BaseModel):
     """The half-width asked for (share)."""
     level: float
     """Confidence level of the intervals."""
-    estimator: str = "ppi"
+    estimator: Estimator = Estimator.PPI
     """The estimator the plan is for."""
     note: str
     """Where the judge-human agreement came from, in words."""
@@ -157,14 +159,16 @@ def _onehots(pairs: list[tuple[str, str, float]], cats: list[str]) -> tuple[Arra
     )
 
 
-def plan_labels(labelled: LabelledRun, halfwidth: float, *, level: float = 0.95) -> LabelPlan:
+def plan_labels(
+    labelled: LabelledRun, halfwidth: float, *, level: float | None = None
+) -> LabelPlan:
     """The plan for ``halfwidth`` of every type's share at every checkpoint (``ppi``): the
     pilot is each checkpoint's own human labels when it has ``MIN_PILOT``, else every
-    checkpoint's pooled, else none (the human-only worst case)."""
+    checkpoint's pooled, else none (the human-only worst case). ``level``: the run's
+    (``labelled.config.level``) when None."""
     if not 0 < halfwidth < 0.5:
-        raise OptionError(
-            option="--halfwidth", value=halfwidth, allowed="a share between 0 and 0.5"
-        )
+        raise OptionError(option="halfwidth", value=halfwidth, allowed="a share between 0 and 0.5")
+    level = labelled.config.level if level is None else level
     ids, pairs, order = _pilot_pairs(labelled)
     cats = sorted(
         set(labelled.categories) | {x for ps in pairs.values() for h, j, _ in ps for x in (h, j)}

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from misstep.errors import OptionError
 from misstep.labels import NO_ERROR_CHOICE, LabelStatus, StoredLabel
+from misstep.metrics import DEFAULT_SEED
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace, extract_answer
 
@@ -119,7 +120,7 @@ def stratified_sample(
     n: int,
     stratify: Sequence[str] = ("checkpoint", "error_type"),
     allocation: Allocation = "proportional",
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     inclusion: Mapping[str, float] | None = None,
     take: Mapping[str, int] | None = None,
     exclude: Collection[str] = (),
@@ -135,14 +136,14 @@ def stratified_sample(
     ``misstep plan``) replaces ``n`` and the allocation; ``exclude``: traces people already
     labelled, never drawn again (the draw is then a random sample of the rest)."""
     if n < 1:
-        raise OptionError(option="--n", value=n, allowed="a positive number of traces")
+        raise OptionError(option="n", value=n, allowed="a positive number of traces")
     for field in stratify:
         if field not in STRATA_FIELDS:
             raise OptionError(
-                option="--stratify", value=field, allowed="fields among " + ", ".join(STRATA_FIELDS)
+                option="stratify", value=field, allowed="fields among " + ", ".join(STRATA_FIELDS)
             )
     if allocation not in ("proportional", "equal"):
-        raise OptionError(option="--allocation", value=allocation, allowed="proportional, equal")
+        raise OptionError(option="allocation", value=allocation, allowed="proportional, equal")
     pool: dict[str, list[tuple[Trace, StoredLabel]]] = {}
     for trace in traces:
         label = labels.get(trace.trace_id)
@@ -259,7 +260,7 @@ def write_task(
         config.write_text(labelstudio_config(categories), encoding="utf-8")
         written.append(config)
     else:
-        raise OptionError(option="--format", value=fmt, allowed="jsonl, csv, labelstudio")
+        raise OptionError(option="fmt", value=fmt, allowed="jsonl, csv, labelstudio")
     with sidecar.open("wb") as fh:
         for row in rows:
             side: dict[str, object] = {

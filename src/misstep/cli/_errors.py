@@ -67,16 +67,18 @@ def quote(value: object) -> str:
     return escape(str(value))
 
 
-FIELD_FLAGS = {
+FIELD_FLAGS: dict[str, str] = {
     "backend": "--judge",
     "deadline_s": "--deadline",
     "engine_args": "--engine-arg",
     "extra_base_urls": "--base-url",
+    "fmt": "--format",
+    "ks": "--k",
     "taxonomy_path": "--taxonomy",
     "timeout_s": "--timeout",
 }
-"""The config fields whose flag is not their name with dashes (``max_tokens``:
-``--max-tokens``)."""
+"""The fields whose flag is not their name with dashes (``max_tokens``: ``--max-tokens``;
+``n_boot``: ``--n-boot``): domain code names fields in an ``OptionError``, never a flag."""
 
 
 def flag_of(option: str) -> str:
@@ -97,10 +99,11 @@ def _as_flags(exc: MisstepError) -> MisstepError:
     hint), naming their flags instead (`` `--field value` ``)."""
     if not isinstance(exc, OptionError):
         return exc
-    hint = exc.hint and _SETTING.sub(lambda m: f"`{flag_of(m[1])} {m[2]}`", exc.hint)
-    if flag_of(exc.option) == exc.option and hint == exc.hint:
+    flagged = exc.renamed(flag_of(exc.option))
+    hint = flagged.hint and _SETTING.sub(lambda m: f"`{flag_of(m[1])} {m[2]}`", flagged.hint)
+    if flagged.option == exc.option and hint == exc.hint:
         return exc
-    return OptionError(option=flag_of(exc.option), value=exc.value, allowed=exc.allowed, hint=hint)
+    return OptionError(option=flagged.option, value=exc.value, allowed=exc.allowed, hint=hint)
 
 
 def _fail(message: str, hint: str | None, code: int) -> typer.Exit:
@@ -126,7 +129,8 @@ def writing(path: Path) -> Iterator[None]:
 
 
 def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code; an
+    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code (an
+    ``OptionError`` naming a domain field names its flag, ``FIELD_FLAGS``); an
     operating-system error writing or reading a file (a full disk, a vanished directory)
     becomes exit status 2 naming the file."""
 

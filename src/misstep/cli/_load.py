@@ -11,10 +11,10 @@ from misstep.cli._errors import err_console, quote
 from misstep.cli._options import LabelSource, Reading, check_input
 
 if TYPE_CHECKING:
-    from misstep.agreement import Estimator, LabelledRun
+    from misstep.agreement import AnalysisConfig, LabelledRun
     from misstep.rollouts import GradedRun
 
-__all__ = ["check_estimator", "load_input", "load_run"]
+__all__ = ["load_input", "load_run"]
 
 
 def load_run(traces: Path, reading: Reading) -> GradedRun:
@@ -85,46 +85,30 @@ def load_run(traces: Path, reading: Reading) -> GradedRun:
     return run
 
 
-def check_estimator(estimator: str) -> Estimator:
-    """``--estimator`` is one of ``misstep.agreement.ESTIMATORS``."""
-    from misstep.agreement import ESTIMATORS
-    from misstep.errors import OptionError
-
-    if estimator not in ESTIMATORS:
-        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
-    return estimator  # type: ignore[return-value]  # one of ESTIMATORS, checked above
-
-
 def load_input(
     traces: Path,
     reading: Reading,
     source: LabelSource,
     *,
-    seed: int = 0,
+    analysis: AnalysisConfig | None = None,
     full: bool = False,
-    estimator: str = "ppi",
-    simultaneous: bool = False,
 ) -> tuple[GradedRun, LabelledRun]:
     """An analysis command's input: the graded table of ``traces`` (``load_run``) and its
     label run (labels of one judge checked against the input, the run's taxonomy, people's
-    labels); the options are checked before a single trace is read. ``full``, ``seed``,
-    ``estimator`` and ``simultaneous`` go to ``load_labelled_run``."""
-    chosen = check_estimator(estimator)
+    labels); the options are checked before a single trace is read. ``full`` and
+    ``analysis`` (the command's ``AnalysisConfig``, from ``cli._analysis.analysis_config``)
+    go to ``load_labelled_run``."""
     source = source.checked()
     run = load_run(traces, reading)
-    return run, _labelled(
-        source, run, seed=seed, full=full, estimator=chosen, simultaneous=simultaneous
-    )
+    return run, _labelled(source, run, full=full, analysis=analysis)
 
 
 def _labelled(
     source: LabelSource,
     run: GradedRun,
     *,
-    seed: int,
     full: bool,
-    estimator: Estimator,
-    simultaneous: bool,
+    analysis: AnalysisConfig | None,
 ) -> LabelledRun:
     """Load the run's labels, taxonomy and people's labels; say what was left out and which
     people's label files were read."""
@@ -138,9 +122,7 @@ def _labelled(
         taxonomy=source.taxonomy,
         allow_other_input=source.other_input,
         full=full,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+        config=analysis,
     )
     if labelled.outside:
         err_console.print(

@@ -43,7 +43,6 @@ __all__ = [
     "BaseUrlsOpt",
     "ByOpt",
     "ChatTemplateKwargsOpt",
-    "EstimatorOpt",
     "GroupBy",
     "HumanOpt",
     "InputFormat",
@@ -62,7 +61,6 @@ __all__ = [
     "RegradeOpt",
     "RunTaxonomyOpt",
     "SeedOpt",
-    "SimultaneousOpt",
     "SkipInvalidOpt",
     "TableFormat",
     "TaxonomyOpt",
@@ -191,26 +189,6 @@ HumanOpt = Annotated[
         metavar="FILE",
         help="People's labels (human-labels JSONL/CSV, a filled-in task or a Label Studio "
         "export); repeatable.",
-    ),
-]
-EstimatorOpt = Annotated[
-    str,
-    typer.Option(
-        "--estimator",
-        metavar="NAME",
-        help="How people's labels correct the judge's error-type shares: ppi (per checkpoint, "
-        "from its own human labels; valid when the judge drifts) or pooled (one confusion "
-        "matrix over all checkpoints, inverted; assumes the judge errs the same way at every "
-        "checkpoint, and tests it). See docs/validation.md.",
-    ),
-]
-SimultaneousOpt = Annotated[
-    bool,
-    typer.Option(
-        "--simultaneous",
-        metavar="",
-        help="Also give intervals that hold for every type of a checkpoint at once "
-        "(ppi: Gaussian max-|z| band; pooled: Bonferroni).",
     ),
 ]
 ByOpt = Annotated[

@@ -87,10 +87,14 @@ def agree(
         check_input(traces, "--traces")
     from misstep.agreement import compare_raters, gather_raters, load_labelled_run
     from misstep.cli._agree_tables import print_homogeneity, print_report
+    from misstep.cli._analysis import analysis_config
     from misstep.labels import gather_human_files, read_human_labels
 
     runs = [
-        load_labelled_run(run, None, taxonomy=taxonomy, full=True, seed=seed) for run in runs_given
+        load_labelled_run(
+            run, None, taxonomy=taxonomy, full=True, config=analysis_config(seed=seed)
+        )
+        for run in runs_given
     ]
     tax = _one_taxonomy(runs, taxonomy)
     files = gather_human_files(human or [], runs_given)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from misstep.cli._analysis import analysis_config
 from misstep.cli._errors import err_console, handles_errors
 from misstep.cli._load import load_input
 from misstep.cli._options import (
@@ -146,7 +147,7 @@ def register(app: typer.Typer) -> None:
                 option="--with-judge/--hide-names", value="given", allowed="with --adjudicate"
             )
         fields = parse_strata(stratify)
-        run, labelled = load_input(traces, reading, source, seed=seed)
+        run, labelled = load_input(traces, reading, source, analysis=analysis_config(seed=seed))
         data = _load_data(
             traces,
             run,

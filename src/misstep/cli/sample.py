@@ -112,10 +112,13 @@ def sample(
     source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input).checked()
     check_output_file(out, "--out")
     from misstep.agreement import stratified_sample, write_task
+    from misstep.cli._analysis import analysis_config
     from misstep.cli._load import load_input
     from misstep.rollouts import read_traces
 
-    _, labelled = load_input(traces, reading, source, seed=seed, full=True)
+    _, labelled = load_input(
+        traces, reading, source, analysis=analysis_config(seed=seed), full=True
+    )
     stored = labelled.records
     take, exclude = _planned(labelled, plan_file, halfwidth)
     if take is not None:
@@ -211,10 +214,11 @@ def plan(
 ) -> None:
     """How many traces people must label per checkpoint for a given interval half-width."""
     from misstep.agreement import plan_labels
+    from misstep.cli._analysis import analysis_config
     from misstep.cli._load import load_input
 
     source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input)
-    _, labelled = load_input(traces, reading, source, seed=seed)
+    _, labelled = load_input(traces, reading, source, analysis=analysis_config(seed=seed))
     result = plan_labels(labelled, halfwidth)
     if output is TableFormat.json:
         typer.echo(result.model_dump_json(indent=2))
