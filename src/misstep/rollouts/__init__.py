@@ -6,7 +6,8 @@ from misstep.rollouts._extract import Extraction, extract_answer
 from misstep.rollouts._formats import INPUT_FORMATS, open_binary, resolve_format
 from misstep.rollouts._grade import GradeStats, grade_traces, repetition_score
 from misstep.rollouts._normalize import canonical_key
-from misstep.rollouts._readers import iter_json_lines, read_traces
+from misstep.rollouts._read import read_traces
+from misstep.rollouts._records import iter_json_lines
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
 from misstep.rollouts._rowmap import RowError, build_trace
 from misstep.rollouts._table import (
