@@ -19,6 +19,8 @@ from misstep.cli._options import (
     LabelRunOpt,
     LabelSource,
     LabelSubsetOpt,
+    MapOpt,
+    PathFieldsOpt,
     Reading,
     RunTaxonomyOpt,
     SeedOpt,
@@ -216,6 +218,8 @@ def agree(
     ] = 1000,
     seed: SeedOpt = 0,
     input_format: InputFormatOpt = None,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """How well judges and people agree: pairs, all raters, per category, first error step."""
     for path in human or []:
@@ -236,8 +240,8 @@ def agree(
     raters, people = _people(list(files.values()), tax.keys)
     judges, groups = _add_judges(raters, judge, runs, by)
     if by is not None and traces is not None:
-        fmt = input_format.value if input_format is not None else None
-        for trace in read_traces(traces, input_format=fmt):
+        reading = Reading(input_format, path_fields=path_fields, column_map=column_map)
+        for trace in read_traces(traces, input_format=reading.format_name):
             groups[trace.trace_id] = trace.checkpoint if by == By.checkpoint else trace.dataset
     if by is not None and not groups:
         raise OptionError(

@@ -23,8 +23,10 @@ from misstep.cli._options import (
     AddJudgeOpt,
     ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     ReasoningEffortOpt,
     RegradeOpt,
@@ -61,6 +63,8 @@ def export_requests(
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     add_judge: AddJudgeOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
     from misstep.labels import RunOptions
@@ -70,6 +74,10 @@ def export_requests(
 
     check_input(traces, "traces")
     check_run_dir(out)
+    reading = Reading(
+        input_format, regrade, no_cache=no_cache, path_fields=path_fields, column_map=column_map
+    )
+    reading.spec()
     asking = Asking.build(
         temperature=temperature,
         max_tokens=max_tokens,
@@ -83,7 +91,7 @@ def export_requests(
         include_correct=include_correct,
         limit=limit,
         add_judge=add_judge,
-        **Reading(input_format, regrade, no_cache=no_cache).run_fields(),
+        **reading.run_fields(),
     )
     config = judge_config("batch", taxonomy, asking, Serving(model=model))
     summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)

@@ -35,9 +35,11 @@ from misstep.cli._options import (
     BaseUrlsOpt,
     ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     ReasoningEffortOpt,
     RegradeOpt,
@@ -181,6 +183,8 @@ def label(
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     skip_invalid: RejectsOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """Label every wrong trace with its first error: type, step and quote. Re-run to resume."""
     from misstep.judge import available_judges
@@ -189,6 +193,7 @@ def label(
 
     check_input(traces, "traces")
     check_run_dir(out)
+    reading = Reading(input_format, regrade, skip_invalid, no_cache, path_fields, column_map)
     # Every option is checked and built once, before any connection, then passed whole.
     serving = Serving.build(
         base_urls=base_url,
@@ -224,7 +229,7 @@ def label(
         per_checkpoint=per_checkpoint,
         pilot=pilot,
         add_judge=add_judge,
-        **Reading(input_format, regrade, skip_invalid, no_cache).run_fields(),
+        **reading.run_fields(),
     )
     config = judge_config(judge, taxonomy, asking, serving)
     tax = load_taxonomy(taxonomy)

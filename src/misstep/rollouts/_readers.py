@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from misstep.errors import InputFormatError, InvalidRecordError
 from misstep.rollouts._formats import open_binary, verl_files
+from misstep.rollouts._harness import files_under, is_jsonl_name
 from misstep.rollouts._records import (
     NO_RENAME,
     READ_ERRORS,
@@ -24,9 +25,10 @@ from misstep.rollouts._records import (
     unreadable,
 )
 from misstep.rollouts._rowmap import RowError, clean_arrow_row, from_csv_cells
+from misstep.rollouts._source import ReadSpec
 from misstep.rollouts._verl import VERL_FIELD_NAMES, VerlMapper
 
-__all__ = ["PARTS"]
+__all__ = ["PARTS", "Csv", "HfDataset", "Jsonl", "Parquet", "VerlDump"]
 
 _BATCH_ROWS = 2048
 
@@ -188,3 +190,90 @@ PARTS: dict[str, Callable[[Path], list[Part]]] = {
     "hf": _hf_parts,
     "verl": _verl_parts,
 }
+
+
+class _Table:
+    """A format whose rows hold misstep's own fields (``--map`` names the columns that hold
+    them otherwise)."""
+
+    name = ""
+    description = ""
+    suffixes: tuple[str, ...] = ()
+    table = True
+    columns: Mapping[str, str | tuple[str, ...]] = {}
+    options: Mapping[str, str] = {}
+
+    def recognises(self, row: Mapping[str, Any]) -> bool:
+        return False
+
+    def files(self, folder: Path) -> list[Path]:
+        """Every file under the folder with one of the format's suffixes (gzip or not)."""
+        ends = self.suffixes
+        return files_under(folder, lambda p: p.name.lower().removesuffix(".gz").endswith(ends))
+
+    def parts(self, path: Path, spec: ReadSpec) -> list[Part]:
+        if not path.is_dir():
+            return PARTS[self.name](path)
+        return [part for file in self.files(path) for part in PARTS[self.name](file)]
+
+
+class Jsonl(_Table):
+    """``--input-format jsonl``."""
+
+    name = "jsonl"
+    description = "JSON lines of misstep's fields (problem_id, response, gold_answer, ...)"
+    suffixes = (".jsonl", ".ndjson", ".json")
+
+    def files(self, folder: Path) -> list[Path]:
+        """Every JSON-lines file under the folder (``.json`` files are left out: beside a run
+        they hold configs and metrics)."""
+        return files_under(folder, lambda p: is_jsonl_name(p.name))
+
+
+class Csv(_Table):
+    """``--input-format csv``."""
+
+    name = "csv"
+    description = "CSV with a header of misstep's fields"
+    suffixes = (".csv",)
+
+
+class Parquet(_Table):
+    """``--input-format parquet``."""
+
+    name = "parquet"
+    description = "Parquet with columns of misstep's fields"
+    suffixes = (".parquet", ".pq")
+
+
+class HfDataset(_Table):
+    """``--input-format hf``: one folder, the one ``datasets.save_to_disk`` wrote."""
+
+    name = "hf"
+    description = "a datasets save_to_disk folder with columns of misstep's fields"
+
+    def files(self, folder: Path) -> list[Path]:
+        return []
+
+    def parts(self, path: Path, spec: ReadSpec) -> list[Part]:
+        return _hf_parts(path)
+
+
+class VerlDump:
+    """``--input-format verl``: a folder of ``<step>.jsonl`` validation dumps."""
+
+    name = "verl"
+    description = "verl validation dumps (trainer.validation_data_dir: <step>.jsonl files)"
+    suffixes: tuple[str, ...] = ()
+    table = False
+    columns: Mapping[str, str | tuple[str, ...]] = {}
+    options: Mapping[str, str] = {}
+
+    def recognises(self, row: Mapping[str, Any]) -> bool:
+        return False
+
+    def files(self, folder: Path) -> list[Path]:
+        return [file for _, file in verl_files(folder)]
+
+    def parts(self, path: Path, spec: ReadSpec) -> list[Part]:
+        return _verl_parts(path)
