@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from misstep.errors import InputFormatError
-from misstep.rollouts._source import MISSING, lookup
+from misstep.rollouts._source import MAP_FIELDS, MISSING, lookup
 
 __all__ = ["guess_map", "unreadable_rows"]
 
@@ -53,7 +53,7 @@ def guess_map(row: Mapping[str, Any]) -> dict[str, str]:
     columns = _columns(row)
     by_lower = {c.lower(): c for c in columns}
     leaf = {c.rsplit(".", 1)[-1].lower(): c for c in reversed(columns)}
-    taken = set(row)  # misstep's own names are read as they are
+    taken = set(row) & set(MAP_FIELDS)  # misstep's own names are read as they are
     out: dict[str, str] = {}
     for field, names in _SYNONYMS.items():
         if field in row:

@@ -109,7 +109,7 @@ def text_of(value: Any, field: str) -> str | None:
 def grade_of(value: Any, field: str = "correct") -> bool | None:
     """A harness's grade: a boolean, a number (full credit, 1, is correct), a judge's text
     ending ``Judgement: Yes`` / ``No`` (NeMo-Skills' rule), or yes/no, true/false text;
-    None for a JSON null."""
+    None for a JSON null and for text that gives no verdict (misstep then grades the row)."""
     if value is None or value is MISSING:
         return None
     if isinstance(value, bool):
@@ -128,9 +128,8 @@ def grade_of(value: Any, field: str = "correct") -> bool | None:
             if verdict.startswith("no"):
                 return False
             return None
-        flag = _BOOL_TEXT.get(value.strip().lower())
-        if flag is not None:
-            return flag
+        # yes/no, true/false; any other text is a judge's reply without a verdict
+        return _BOOL_TEXT.get(value.strip().lower())
     raise RowError("is not a grade (a boolean, 0/1, or a judge's verdict)", field, value)
 
 

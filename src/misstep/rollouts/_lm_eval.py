@@ -43,6 +43,11 @@ _DEFAULTS: dict[str, str | tuple[str, ...]] = {
     "gold_answer": "target",
     "response": "resps",
     "harness_answer": "filtered_resps",
+    # no column of their own: only --map gives them
+    "checkpoint": (),
+    "dataset": (),
+    "model": (),
+    "correct": (),
 }
 # Metrics that grade one answer, in the order a row without ``metrics`` is searched.
 _METRICS = ("exact_match", "acc", "math_verify", "is_equiv", "correct")

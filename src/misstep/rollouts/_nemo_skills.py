@@ -43,6 +43,10 @@ _DEFAULTS: dict[str, str | tuple[str, ...]] = {
     "correct": ("symbolic_correct", "judgement", "is_correct"),
     "finish_reason": "finish_reason",
     "num_tokens": "num_generated_tokens",
+    # no column of their own: only --map gives them
+    "checkpoint": (),
+    "dataset": (),
+    "model": (),
 }
 
 

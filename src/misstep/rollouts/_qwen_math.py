@@ -44,6 +44,10 @@ _DEFAULTS: dict[str, str | tuple[str, ...]] = {
     "harness_answer": "pred",
     "correct": "score",
     "finish_reason": "finish_reason",
+    # no column of their own: only --map gives them
+    "checkpoint": (),
+    "dataset": (),
+    "model": (),
 }
 # Columns written once per sample besides the mapped ones: each trace keeps its own element.
 _PER_SAMPLE_EXTRA = ("report",)
@@ -110,7 +114,7 @@ def _samples(
         raise RowError("must be a non-empty list of responses", "response", responses)
     n = len(responses)
     base: dict[str, Any] = {"dataset": dataset}
-    for field in ("problem_id", "problem", "gold_answer", "checkpoint", "model"):
+    for field in ("problem_id", "problem", "gold_answer", "checkpoint", "dataset", "model"):
         _, value = columns.get(row, field)
         if value is not MISSING:
             base[field] = _gold(value) if field == "gold_answer" else text_of(value, field)
