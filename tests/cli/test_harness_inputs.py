@@ -134,3 +134,10 @@ def test_bad_reading_options_are_refused_before_any_work(
     result = runner.invoke(app, ["summary", str(path), option, value])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert option in result.output and says in " ".join(result.output.split())
+
+
+def test_input_format_choices_are_the_readers() -> None:
+    from misstep.cli._options import InputFormat
+    from misstep.rollouts import INPUT_FORMATS
+
+    assert [f.value for f in InputFormat] == list(INPUT_FORMATS)

@@ -23,8 +23,9 @@ KNOWN = {
     # o1-mini ends "**Final Answer:**\n5636": misstep's extraction reads the phrase's bold
     # markers ("**") as the answer (misstep's misreading; issue 33, answer forms).
     ("realcritic", "3", 0),
-    # The harness's predicted_answer is empty (it found no final answer); misstep reads the
-    # \boxed{1} the generation ends with: the harness's misreading.
+    # The generation answers \boxed{1}, then runs on into a new question whose text holds an
+    # empty \boxed{}: NeMo-Skills takes that last one (predicted_answer ""), misstep the last
+    # non-empty one: the harness's misreading.
     ("nemo-skills", "train/algebra/635.json", 2),
 }
 
