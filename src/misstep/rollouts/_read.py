@@ -98,7 +98,8 @@ def _mapped(part: Part, columns: Mapping[str, str]) -> Part:
     def mapped() -> Iterator[Record]:
         first = True
         try:
-            for line, raw, row in records:
+            it = iter(records)
+            for line, raw, row in it:
                 if type(row) is dict:
                     out = _remap(row, columns) if columns else row
                     if first and type(out) is dict:
@@ -109,6 +110,9 @@ def _mapped(part: Part, columns: Mapping[str, str]) -> Part:
                             raise unreadable_rows(where, row, missing, formats, columns)
                     row = out
                 yield line, raw, row
+                if not first and not columns:
+                    yield from it  # checked: the rest streams as the reader gives it
+                    return
         finally:
             _closing(records)
 
