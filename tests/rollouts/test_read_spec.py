@@ -191,3 +191,15 @@ def test_verl_dumps_take_no_map(tmp_path: Path) -> None:
     _write(tmp_path / "10.jsonl", [{"input": "q", "output": "a", "score": 1.0}])
     with pytest.raises(InputFormatError, match="leave out --map"):
         read_traces(tmp_path, input_format=ReadSpec(columns={"response": "output"}))
+
+
+def test_a_first_row_that_only_lacks_a_field_is_a_bad_row(tmp_path: Path) -> None:
+    # no column looks like a response: one bad row (rejected with --skip-invalid), not a file
+    # in another shape
+    path = _write(tmp_path / "t.jsonl", [{"problem_id": "p"}, {"problem_id": "q", "response": "r"}])
+    with pytest.raises(InvalidRecordError) as info:
+        list(read_traces(path))
+    assert (info.value.line, info.value.field) == (1, "response")
+    path = _write(tmp_path / "u.jsonl", [{"problem_id": "p", "output": "r"}])
+    with pytest.raises(InputFormatError, match="--map response=output"):
+        list(read_traces(path))

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from misstep.errors import InputFormatError, InvalidRecordError
-from misstep.rollouts._guess import unreadable_rows
+from misstep.rollouts._guess import guess_map, unreadable_rows
 from misstep.rollouts._harness import grade_of
 from misstep.rollouts._records import Part, Record
 from misstep.rollouts._registry import INPUT_FORMATS, READERS, Reader, resolve_format
@@ -92,7 +92,8 @@ def _closing(records: Iterable[Record]) -> None:
 
 def _mapped(part: Part, columns: Mapping[str, str]) -> Part:
     """A table format's part with the ``columns`` map applied, and its first row checked for
-    misstep's required fields (a file in another shape is refused at once, not row by row)."""
+    misstep's required fields: a file in another tool's shape is refused at once, not row by
+    row (a first row that merely lacks a field is a bad row, as any other)."""
     where, records, rename = part
 
     def mapped() -> Iterator[Record]:
@@ -105,7 +106,7 @@ def _mapped(part: Part, columns: Mapping[str, str]) -> Part:
                     if first and type(out) is dict:
                         first = False
                         missing = [f for f in REQUIRED_FIELDS if f not in out]
-                        if missing:
+                        if missing and _other_shape(row, missing):
                             formats = {n: r.description for n, r in READERS.items()}
                             raise unreadable_rows(where, row, missing, formats, columns)
                     row = out
@@ -117,6 +118,12 @@ def _mapped(part: Part, columns: Mapping[str, str]) -> Part:
             _closing(records)
 
     return where, mapped(), {**rename, **columns}
+
+
+def _other_shape(row: Mapping[str, Any], missing: list[str]) -> bool:
+    """A first row in another tool's shape, not one bad row: it lacks every required field,
+    or holds a column that looks like the one it lacks (``output`` for ``response``)."""
+    return len(missing) == len(REQUIRED_FIELDS) or bool(set(missing) & set(guess_map(row)))
 
 
 def _remap(row: dict[str, Any], columns: Mapping[str, str]) -> dict[str, Any] | RowError:
