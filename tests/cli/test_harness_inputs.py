@@ -87,11 +87,14 @@ def test_harness_grade_is_the_grade_and_regrade_is_misstep_own() -> None:
         ("nemo-skills", []),
         ("tora", ["--input-format", "qwen-math-eval", "--path-fields", "{checkpoint}/{dataset}/*"]),
         ("lm-eval", ["--path-fields", "samples_{dataset}_{checkpoint}.jsonl"]),
+        ("inspect", ["--path-fields", "{dataset}.eval"]),
     ],
 )
 def test_default_output_of_the_analysis_commands(
     tmp_path: Path, name: str, reading: list[str]
 ) -> None:
+    if name == "inspect":
+        pytest.importorskip("inspect_ai")
     traces = str(DATA / name)
     labels = tmp_path / "labels"
     _ok(runner.invoke(app, ["label", traces, "--out", str(labels), *reading]))
@@ -141,3 +144,23 @@ def test_input_format_choices_are_the_readers() -> None:
     from misstep.rollouts import INPUT_FORMATS
 
     assert [f.value for f in InputFormat] == list(INPUT_FORMATS)
+
+
+def test_the_review_apps_texts_read_a_harness_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from misstep.review._texts import open_trace_texts
+    from misstep.rollouts import ReadSpec, load_graded
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    spec = ReadSpec(format="qwen-math-eval", path_fields="{checkpoint}/{dataset}/*").text()
+    folder = DATA / "tora"
+    run = load_graded(folder, input_format=spec)
+    ids = list(run.table["trace_id"])
+    texts = open_trace_texts(folder, ids, input_sha256=run.input_sha256, input_format=spec)
+    try:
+        trace = texts.trace(25, ids[25])
+    finally:
+        texts.close()
+    assert trace is not None and trace.trace_id == "tora-code-34b-v1.0/gsm8k/5/0"
+    assert trace.response.startswith("```python")
