@@ -138,3 +138,16 @@ def test_inspect_logs() -> None:
         "azureai/Meta-Llama-3-1-405B-Instruct-jqf",
         "openai/gpt-4o",
     }
+
+
+def test_inspect_read_inside_an_event_loop_leaves_asyncio_alone() -> None:
+    # A label run reads its input again inside its event loop: inspect_ai's synchronous
+    # readers would patch asyncio for the whole process there (nest_asyncio).
+    pytest.importorskip("inspect_ai")
+    import asyncio
+
+    async def read() -> int:
+        return len(list(read_traces(DATA / "inspect" / "log_streaming.eval")))
+
+    assert asyncio.run(read()) == 4
+    assert asyncio.run.__module__ == "asyncio.runners"

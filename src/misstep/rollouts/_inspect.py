@@ -15,9 +15,11 @@ scorer's ``answer`` is kept as ``harness_answer``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import asyncio
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from misstep.errors import InputFormatError
 from misstep.rollouts._harness import files_under
@@ -26,6 +28,8 @@ from misstep.rollouts._rowmap import RowError
 from misstep.rollouts._source import ReadSpec
 
 __all__ = ["InspectLog"]
+
+T = TypeVar("T")
 
 # Sample fields misstep never reads: skipping them keeps a large log's samples small.
 _SKIP = {"events", "messages", "store", "attachments", "timelines"}
@@ -83,22 +87,37 @@ def _inspect_ai(path: Path) -> None:
         ) from None
 
 
+def _off_loop(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call one of inspect_ai's synchronous readers. Each runs a coroutine; called where an
+    event loop is running (a label run reads its input again inside one) it would patch
+    asyncio for the whole process (nest_asyncio), so there it runs in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args, **kwargs)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, *args, **kwargs).result()
+
+
 def _records(file: Path, scorer: str | None) -> Iterator[Record]:
     from inspect_ai.log import read_eval_log, read_eval_log_samples
 
     try:
-        header = read_eval_log(str(file), header_only=True)
+        header = _off_loop(read_eval_log, str(file), header_only=True)
     except Exception as exc:  # inspect_ai raises many kinds for a file it cannot read
         raise InputFormatError(path=file, reason=f"not a readable Inspect log: {exc}") from exc
     base = {"checkpoint": header.eval.model, "dataset": header.eval.task}
     if header.eval.dataset.sample_ids is None:
         # Older logs list no sample ids: the whole log is read at once.
-        samples: Any = read_eval_log(str(file), resolve_attachments=True).samples or []
+        log = _off_loop(read_eval_log, str(file), resolve_attachments=True)
+        samples: Iterator[Any] = iter(log.samples or [])
     else:
         samples = read_eval_log_samples(
             str(file), all_samples_required=False, resolve_attachments=True, exclude_fields=_SKIP
         )
-    for n, sample in enumerate(samples, 1):
+    n = 0
+    while (sample := _off_loop(next, samples, None)) is not None:
+        n += 1
         raw = {"id": sample.id, "epoch": sample.epoch}
         try:
             yield n, raw, _trace_row(sample, base, scorer)
