@@ -17,10 +17,12 @@ $(STAMP): pyproject.toml
 
 # The tests also run `misstep discover` with its offline embedding (the discover extra: wordllama,
 # weights in its wheel) and the Ray path on a local CPU cluster: the ray extra (about 80 MB).
-# Where ray cannot be installed, its tests skip, and say so.
+# Where ray cannot be installed, its tests skip, and say so. The inspect extra (inspect_ai) reads
+# Inspect AI's .eval logs; the same holds for it.
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[dev,discover]"
 	$(BIN)/python -m pip install -q -e ".[dev,discover,ray]" || echo "note: the ray extra could not be installed; its tests will skip"
+	$(BIN)/python -m pip install -q -e ".[dev,discover,inspect]" || echo "note: the inspect extra could not be installed; the Inspect log tests will skip"
 	touch $(TEST_STAMP)
 
 # The docs site: mkdocs with the Material theme and mkdocstrings (the docs extra).

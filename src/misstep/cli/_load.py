@@ -82,7 +82,28 @@ def load_run(traces: Path, reading: Reading) -> GradedRun:
             err_console.print("no invalid rows")
     source = "read from the cache" if run.from_cache else "graded"
     err_console.print(f"{len(run.table):,} traces {source}", markup=False)
+    if reading.regrade:
+        _compare_with_harness(run)
     return run
+
+
+def _compare_with_harness(run: GradedRun) -> None:
+    """With ``--regrade``: how misstep's own grade compares with the grade the rows carried
+    (a harness's, verl's score), on the rows that carried one."""
+    table = run.table
+    carried = table["harness_correct"].notna()
+    n = int(carried.sum())
+    if not n:
+        return
+    theirs = table.loc[carried, "harness_correct"].astype(bool)
+    mine = table.loc[carried, "correct"].astype(bool)
+    differ = int((theirs != mine).sum())
+    err_console.print(
+        f"misstep's grade differs from the harness's on {differ} of {n} traces "
+        f"({mine.mean():.1%} correct by misstep, {theirs.mean():.1%} by the harness; the "
+        "graded table's harness_correct and harness_answer keep the harness's)",
+        markup=False,
+    )
 
 
 def load_input(

@@ -28,7 +28,9 @@ from misstep.cli._reading import (
     READING,
     InputFormat,
     InputFormatOpt,
+    MapOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     RegradeOpt,
     SkipInvalidOpt,
@@ -53,9 +55,11 @@ __all__ = [
     "LabelSource",
     "LabelSubsetOpt",
     "LabelsOpt",
+    "MapOpt",
     "MaxTokensOpt",
     "ModelOpt",
     "NoCacheOpt",
+    "PathFieldsOpt",
     "Reading",
     "ReasoningEffortOpt",
     "RegradeOpt",
@@ -103,7 +107,9 @@ class GroupBy(StrEnum):
 TracesArg = Annotated[
     Path,
     typer.Argument(
-        metavar="TRACES", help="Rollouts: a JSONL(.gz), Parquet or CSV file, or a directory."
+        metavar="TRACES",
+        help="Rollouts: a JSONL(.gz), Parquet, CSV or Inspect .eval file, or a directory of "
+        "them (a harness's output folder, a verl dump, a datasets folder).",
     ),
 ]
 LabelsOpt = Annotated[

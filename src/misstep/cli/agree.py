@@ -12,8 +12,10 @@ import typer
 
 from misstep.cli._errors import err_console, handles_errors, out_console, writing
 from misstep.cli._options import (
-    InputFormat,
     InputFormatOpt,
+    MapOpt,
+    PathFieldsOpt,
+    Reading,
     RunTaxonomyOpt,
     SeedOpt,
     TableFormat,
@@ -78,6 +80,8 @@ def agree(
     ] = 1000,
     seed: SeedOpt = 0,
     input_format: InputFormatOpt = None,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """How well judges and people agree: pairs, all raters, per category, first error step."""
     for path in human or []:
@@ -109,7 +113,8 @@ def agree(
             markup=False,
         )
     if by is not None:
-        _groups_of_traces(raters, by, traces, input_format)
+        reading = Reading(input_format, path_fields=path_fields, column_map=column_map)
+        _groups_of_traces(raters, by, traces, reading)
     report = compare_raters(raters, categories=tax.keys, by=by_name, n_boot=n_boot, seed=seed)
     if output == TableFormat.json:
         typer.echo(report.to_json())
@@ -118,17 +123,14 @@ def agree(
         print_homogeneity(report)
 
 
-def _groups_of_traces(
-    raters: Raters, by: By, traces: Path | None, input_format: InputFormat | None
-) -> None:
+def _groups_of_traces(raters: Raters, by: By, traces: Path | None, reading: Reading) -> None:
     """Add each trace's group under ``--by`` from ``--traces``; OptionError when neither the
     labels nor the traces give one."""
     from misstep.rollouts import read_traces
 
     groups = raters.groups
     if traces is not None:
-        fmt = input_format.value if input_format is not None else None
-        for trace in read_traces(traces, input_format=fmt):
+        for trace in read_traces(traces, input_format=reading.format_name):
             groups[trace.trace_id] = trace.checkpoint if by == By.checkpoint else trace.dataset
     if not groups:
         raise OptionError(

@@ -21,8 +21,10 @@ from misstep.cli._options import (
     AddJudgeOpt,
     ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     ReasoningEffortOpt,
     RegradeOpt,
@@ -60,6 +62,8 @@ def export_requests(
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     add_judge: AddJudgeOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
     from misstep.labels import RunDir, RunOptions
@@ -69,6 +73,10 @@ def export_requests(
 
     check_input(traces, "traces")
     check_run_dir(out)
+    reading = Reading(
+        input_format, regrade, no_cache=no_cache, path_fields=path_fields, column_map=column_map
+    )
+    reading.spec()
     config = judge_config(
         "batch", taxonomy, chat_template_kwargs=chat_template_kwargs, model=model,
         temperature=temperature, max_tokens=max_tokens, samples=samples, seed=seed,
@@ -78,7 +86,7 @@ def export_requests(
         include_correct=include_correct,
         limit=limit,
         add_judge=add_judge,
-        **Reading(input_format, regrade, no_cache=no_cache).run_fields(),
+        **reading.run_fields(),
     )
     summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)
     err_console.print(

@@ -33,9 +33,11 @@ from misstep.cli._options import (
     BaseUrlsOpt,
     ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     ReasoningEffortOpt,
     RegradeOpt,
@@ -180,6 +182,8 @@ def label(
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     skip_invalid: RejectsOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """Label every wrong trace with its first error: type, step and quote. Re-run to resume."""
     from misstep.judge import available_judges
@@ -188,6 +192,7 @@ def label(
 
     check_input(traces, "traces")
     check_run_dir(out)
+    reading = Reading(input_format, regrade, skip_invalid, no_cache, path_fields, column_map)
     if judge not in available_judges():
         raise OptionError(
             option="--judge", value=judge, allowed="one of " + ", ".join(available_judges())
@@ -206,7 +211,7 @@ def label(
         per_checkpoint=per_checkpoint,
         pilot=pilot,
         add_judge=add_judge,
-        **Reading(input_format, regrade, skip_invalid, no_cache).run_fields(),
+        **reading.run_fields(),
     )
     tax = load_taxonomy(taxonomy)
     if ray_actors is not None:

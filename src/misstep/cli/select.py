@@ -14,9 +14,11 @@ from misstep.cli._judge_options import ConcurrencyOpt, check_run_dir, judge_conf
 from misstep.cli._options import (
     BaseUrlsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     RegradeOpt,
     SeedOpt,
@@ -107,6 +109,8 @@ def select(
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
     output: Annotated[
         TableFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
     ] = TableFormat.table,
@@ -119,6 +123,10 @@ def select(
 
     check_input(traces, "traces")
     check_run_dir(out)
+    reading = Reading(
+        input_format, regrade, no_cache=no_cache, path_fields=path_fields, column_map=column_map
+    )
+    reading.spec()
     if judge != "openai":
         raise OptionError(option="--judge", value=judge, allowed="openai (a server of the model)")
     # The selection's taxonomy is not the labels': the config names none (as before).
@@ -126,7 +134,6 @@ def select(
         "openai", None, base_urls=base_url, model=model, concurrency=concurrency,
         temperature=temperature, max_tokens=max_tokens, seed=seed,
     )  # fmt: skip
-    reading = Reading(input_format, regrade, no_cache=no_cache)
     summary = run_selection(
         traces,
         out,

@@ -14,6 +14,10 @@ Rules, in order, for one trace:
 5. A row with an answer but neither a grade nor a gold answer cannot be graded:
    ``grade_traces`` raises :class:`~misstep.errors.InputError` saying how many rows lack both.
 
+The row's own grade and its harness's extracted answer are kept beside, whatever was used:
+``harness_correct`` (the ``correct`` the row carried: a harness's grade, verl's score) and
+``harness_answer``; with ``regrade`` they are what misstep's grade is compared with.
+
 ``answer_class``: the answers of one (dataset, problem_id), across all checkpoints, are grouped
 by equivalence (``misstep.rollouts._equivalence``: canonical keys, numeric fingerprints, and
 math-verify only for what they leave open; each distinct answer parsed once, while the input
@@ -193,6 +197,8 @@ class _Rows:
     keys: list[str | None] = field(default_factory=list)
     problem_of: list[int] = field(default_factory=list)
     outcomes: list[Outcome | None] = field(default_factory=list)  # None: grade against gold
+    harness_answers: list[str | None] = field(default_factory=list)
+    harness_grades: list[bool | None] = field(default_factory=list)
     interned: dict[str, str] = field(default_factory=dict)
 
     def add(self, trace: Trace, problem: int) -> None:
@@ -207,6 +213,8 @@ class _Rows:
         self.lengths.append(len(trace.response))
         self.repeats.append(repetition_score(trace.response))
         self.problem_of.append(problem)
+        self.harness_answers.append(trace.harness_answer)
+        self.harness_grades.append(trace.correct)
 
     def frame(self, classes: list[str | None], correct: list[bool]) -> pd.DataFrame:
         import pandas as pd
@@ -227,6 +235,8 @@ class _Rows:
                 "correct": pd.array(correct, dtype=bool),
                 "response_chars": pd.array(self.lengths, dtype="int64"),
                 "repetition": pd.array(self.repeats, dtype="float32"),
+                "harness_answer": pd.array(self.harness_answers, dtype=string),
+                "harness_correct": pd.array(self.harness_grades, dtype="boolean"),
             }
         )
 

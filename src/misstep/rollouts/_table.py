@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from misstep.errors import InputError, InputFormatError, OutputError
 from misstep.rollouts._formats import READ_METER, ReadMeter
 from misstep.rollouts._grade import grade_traces
-from misstep.rollouts._readers import read_traces
+from misstep.rollouts._read import read_traces
 from misstep.rollouts._rejects import RejectSink
 from misstep.rollouts._trace import GRADED_COLUMNS
 
