@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from misstep.agreement import DEFAULT_ESTIMATOR, ESTIMATORS, AnalysisConfig, Estimator
 from misstep.cli._analysis import DEFAULT_ESTIMATOR as CLI_DEFAULT
 from misstep.cli._analysis import EstimatorChoice, analysis_config
-from misstep.cli._errors import FIELD_FLAGS
+from misstep.cli._errors import flag_of
 from misstep.cli.app import app
 from misstep.errors import OptionError
 from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL
@@ -46,7 +46,7 @@ def test_a_refused_field_names_its_flag(fields: dict[str, object], flag: str) ->
         analysis_config(**fields)
     field = next(iter(fields))
     assert info.value.option == field  # the domain's name ...
-    assert FIELD_FLAGS[field] == flag  # ... which the CLI reports as its flag
+    assert flag_of(field) == flag  # ... which the CLI reports as its flag
 
 
 def test_seed_below_zero_is_an_option_error_on_the_command_line(tmp_path: Path) -> None:
