@@ -92,6 +92,35 @@ CHOICE_PAIRS = [
     ("C", "(A) and (C)", False, "neither: two letters (the harness takes the last)"),
 ]
 
+# Matrices, as RealCritic's MATH rows write them (misstep read "pmatrix" as a word, so a matrix
+# was prose compared as text, and took the space after a row break "\\\\ " for spacing)
+MATRIX_PAIRS = [
+    (
+        "\\begin{pmatrix}2\\\\-1\\\\-5\\end{pmatrix}",
+        "\\begin{pmatrix} 2 \\\\ -1 \\\\ -5 \\end{pmatrix}",
+        True,
+        BOTH,
+    ),
+    (
+        "\\begin{pmatrix}0&1\\\\1&0\\end{pmatrix}",
+        "\\begin{pmatrix} 0 & 1 \\\\ 1 & 0 \\end{pmatrix}",
+        True,
+        BOTH,
+    ),
+    (
+        "\\begin{pmatrix}-4/9\\\\1/9\\\\8/9\\end{pmatrix}",
+        "\\begin{pmatrix} -\\frac{4}{9} \\\\ \\frac{1}{9} \\\\ \\frac{8}{9} \\end{pmatrix}",
+        True,
+        BOTH,
+    ),
+    (
+        "\\begin{pmatrix}1\\\\2\\end{pmatrix}",
+        "\\begin{pmatrix} 1 \\\\ 3 \\end{pmatrix}",
+        False,
+        BOTH,
+    ),
+]
+
 
 def _math_verify(gold: str, answer: str) -> bool:
     from math_verify import parse, verify
@@ -101,7 +130,9 @@ def _math_verify(gold: str, answer: str) -> bool:
     return bool(pg and pa and verify(pg, pa))
 
 
-@pytest.mark.parametrize(("gold", "answer", "expected", "reference"), UNIT_PAIRS + CHOICE_PAIRS)
+@pytest.mark.parametrize(
+    ("gold", "answer", "expected", "reference"), UNIT_PAIRS + CHOICE_PAIRS + MATRIX_PAIRS
+)
 def test_forms_as_the_references_grade_them(
     gold: str, answer: str, expected: bool, reference: str
 ) -> None:

@@ -56,7 +56,9 @@ _MAX_RATIONAL_CHARS = 120
 _LEFT_RIGHT = re.compile(r"\\(?:left|right)(?![A-Za-z])")
 # "1 \text{ and } 2" is the list 1, 2 (math-verify's normalisation does the same)
 _TEXT_CONJUNCTION = re.compile(r",?\\text\{(?:and|or)\}")
-_SPACING = re.compile(r"\\q?quad(?![a-zA-Z])|\\[!,;: ]|~|\s+")
+# LaTeX spacing and whitespace; a row break ``\\\\`` is matched first and kept, so that the space
+# after it ("2 \\\\ -1" in a matrix) does not make ``\\ `` of its second backslash
+_SPACING = re.compile(r"(\\\\)|\\q?quad(?![a-zA-Z])|\\[!,;: ]|~|\s+")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\{([^{}]*)\}")
 _DEGREES = re.compile(r"(?:\^\{?\\circ\}?|°)$")
 _SINGLE_BRACE = re.compile(r"([_^])\{([A-Za-z0-9])\}")
@@ -170,6 +172,11 @@ _FUNCTIONS = frozenset(
         "angle",
         "triangle",
         "overline",
+        # environments: \begin{pmatrix} ... \end{pmatrix} is a matrix, not prose
+        "pmatrix",
+        "bmatrix",
+        "vmatrix",
+        "matrix",
     ]
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
@@ -204,7 +211,7 @@ def normalize_answer(answer: str) -> str:
     if "\\" in text or "percent" in text:
         text = _PERCENT_WORD.sub("%", text)
         text = _TEXT_UNIT.sub(_drop_unit, text)
-    text = _SPACING.sub("", text)
+    text = _SPACING.sub(_keep_row_break, text)
     text = _CHOOSE.sub(r"\\binom{\1}{\2}", text)  # {n \choose k}
     text = _TEXT_CONJUNCTION.sub(",", text)
     # Unwrap \text{...} repeatedly: nested wrappers are rare and each pass removes one level.
@@ -230,6 +237,10 @@ def normalize_answer(answer: str) -> str:
     if unit:
         return unit.group(1)
     return text
+
+
+def _keep_row_break(match: re.Match[str]) -> str:
+    return match.group(1) or ""
 
 
 def _drop_unit(match: re.Match[str]) -> str:
