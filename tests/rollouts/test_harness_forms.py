@@ -121,6 +121,18 @@ MATRIX_PAIRS = [
     ),
 ]
 
+# The decimal rule is relative to the values, as math_equal's isclose (rel_tol=1e-4): misstep's
+# tolerance was absolute below 1, so 1/1023 and 1/1024 (a terminating decimal) were one class in
+# the Reasoning Gym run and 0.0112 equalled 0.0113
+DECIMAL_PAIRS = [
+    ("\\frac{1}{1024}", "\\frac{1}{1023}", False, BOTH),
+    ("0.00001", "0.0001", False, BOTH),
+    ("0", "0.00001", False, BOTH),
+    ("0.0112", "0.0113", False, BOTH),
+    ("0.0112", "0.01120001", True, BOTH),  # 9e-7 apart: within 1e-4 of 0.0112
+    ("\\frac{\\pi}{100000}", "0.0000314", False, ME),  # 5e-4 apart; math-verify rounds
+]
+
 
 def _math_verify(gold: str, answer: str) -> bool:
     from math_verify import parse, verify
@@ -131,7 +143,8 @@ def _math_verify(gold: str, answer: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("gold", "answer", "expected", "reference"), UNIT_PAIRS + CHOICE_PAIRS + MATRIX_PAIRS
+    ("gold", "answer", "expected", "reference"),
+    UNIT_PAIRS + CHOICE_PAIRS + MATRIX_PAIRS + DECIMAL_PAIRS,
 )
 def test_forms_as_the_references_grade_them(
     gold: str, answer: str, expected: bool, reference: str
