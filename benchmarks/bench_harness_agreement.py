@@ -7,8 +7,9 @@ Every row's ``pred_answer`` and ``correct`` are dropped and misstep extracts and
 response against its gold (``grade_traces(..., regrade=True)``); the result is compared, row by
 row, with the source's own grade. Prints one JSON object: per set, per (model, benchmark) pair
 the rows, both accuracies (percent), the difference in points and the disagreements (each with
-both answers); per model the same totals; and the issue-27 targets (within 0.2 points of
-accuracy per model; within max(1 item, 2%) on at least 25 of every 26 pairs).
+both answers); per model the same totals; and the targets of issues 27 and 33 (within 0.2
+points of accuracy per model; within max(1 item, 2%) on at least 25 of every 26 pairs; the
+mean absolute difference per pair in points, at most 0.5 on the issue's 13 benchmarks).
 
 Sets:
 
@@ -247,6 +248,8 @@ def main() -> None:
     summary = {
         "pairs": len(pairs),
         "pairs_within": sum(p["within_target"] for p in pairs),
+        # the issue's second target: the mean, over pairs, of |misstep - harness| in points
+        "mean_abs_points": round(sum(abs(p["points"]) for p in pairs) / max(1, len(pairs)), 2),
         "pairs_target_met": sum(p["within_target"] for p in pairs) >= _PAIRS_SHARE * len(pairs),
         "models": len(models),
         "models_within_0.2_points": sum(m["within_target"] for m in models),

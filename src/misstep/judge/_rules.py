@@ -23,7 +23,7 @@ RULES_JUDGE_CAPABILITIES = (
     "parentheses, \\frac/\\dfrac, decimals, thousands separators (1,000, 1{,}000, 5,\\!000, "
     "thin spaces), \\$ and units after numbers, percentages, inside $...$, \\(...\\) and "
     "\\[...\\] and across a line break, in exact rational arithmetic read as grading reads an "
-    "answer (6/2(1+2) is 1), and reports the first wrong one as 'arithmetic' with its step and "
+    "answer (6/2(1+2): 1 or 9), and reports the first wrong one as 'arithmetic' with its step and "
     "the verbatim calculation. A stated decimal may be rounded or truncated to its own "
     "precision; '≈' allows 5%. A sum of quantities in two units of one dimension (3 hours + 30 "
     "minutes = 210 minutes) is checked in the unit of its result; other unit mixes are left "

@@ -46,7 +46,7 @@ __all__ = [
     "load_graded",
 ]
 
-GRADER_VERSION = 9
+GRADER_VERSION = 10
 """Bumped whenever a grading rule changes, so that no stale table is ever read (6: answers made
 of elements and percentages compared by misstep's own rules, ``_structure``; 7: unions of
 intervals, logarithms in a base, factorials of variables, ``f(x) = ...`` definitions,
