@@ -93,6 +93,7 @@ PUBLIC = {
         "LabelStore",
         "RecordFile",
         "Reveal",
+        "RevealIndex",
         "RunDir",
         "RunFields",
         "RunManifest",
