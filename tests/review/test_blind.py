@@ -125,6 +125,28 @@ def test_two_servers_with_identical_arguments_serve_different_blind_orders(
     assert sorted(first) == sorted(second) == sorted(task)
 
 
+def test_a_blind_task_queue_is_not_served_in_the_files_order(
+    typed: tuple[Fixture, dict[str, str]], tmp_path: Path
+) -> None:
+    """With --task, un-shuffling gave back the task file's own order; now the file's traces
+    are served in the server's secret order, a different one per server."""
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+
+    fx, _ = typed
+    out = tmp_path / "task.jsonl"
+    args = ["sample", str(fx.traces), "--labels", str(fx.run_dir), "--out", str(out)]
+    assert CliRunner().invoke(app, [*args, "--n", "60"]).exit_code == 0
+    rows = [orjson.loads(x)["trace_id"] for x in out.read_bytes().splitlines()]
+    orders = []
+    for _ in range(2):
+        with serving(review_data(fx, blind=True, task=out)) as server:
+            orders.append([i["trace_id"] for i in Client(server).get("/api/queue")[2]["items"]])
+    assert sorted(orders[0]) == sorted(orders[1]) == sorted(rows)
+    assert orders[0] != rows and orders[1] != rows and orders[0] != orders[1]
+
+
 # --- 2. every answer, for a blind annotator ---------------------------------------------
 
 
