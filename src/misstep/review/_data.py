@@ -445,16 +445,28 @@ class ReviewData:
             "total": int(hits.size),
             "offset": offset,
             "limit": limit,
-            "items": [self._item(int(r), annotator) for r in page],
+            "items": [self._item(int(r), annotator, self._revealed(annotator)) for r in page],
         }
 
-    def _shows_judge(self, annotator: str | None, trace_id: str) -> bool:
+    def _revealed(self, annotator: str | None) -> frozenset[str]:
+        """The traces whose judge label ``annotator`` was shown (blind mode; read once per
+        request from the run directory, so several servers on one run agree)."""
+        return self.reveals.of(annotator) if self.blind else frozenset()
+
+    def _shows_judge(
+        self, annotator: str | None, trace_id: str, revealed: frozenset[str] | None = None
+    ) -> bool:
         """Whether the judge's label of the trace may be served to ``annotator``: always
         without --blind, else only after a reveal recorded in the run directory (by any
-        server on it); never to a request without a name."""
-        return not self.blind or self.reveals.has(annotator, trace_id)
+        server on it; ``revealed``: the annotator's, read once for a page of items); never to
+        a request without a name."""
+        if not self.blind:
+            return True
+        return trace_id in (self._revealed(annotator) if revealed is None else revealed)
 
-    def _item(self, row: int, annotator: str | None) -> dict[str, Any]:
+    def _item(
+        self, row: int, annotator: str | None, revealed: frozenset[str] | None = None
+    ) -> dict[str, Any]:
         sample = self.sample_idx[row]
         trace_id = self.trace_ids[row]
         item: dict[str, Any] = {
@@ -468,7 +480,7 @@ class ReviewData:
             "correct": bool(self.correct[row]),
             "majority_failure": bool(self.majority_failure[row]),
         }
-        if self._shows_judge(annotator, trace_id):
+        if self._shows_judge(annotator, trace_id, revealed):
             item["judge"] = self._judge_column(row)
         if annotator is not None:
             item["human"] = self.human.current.get((annotator, trace_id))
@@ -871,11 +883,12 @@ class ReviewData:
         labelled by them). Strata and weights are left out in blind mode: a stratum names the
         judge's type, and its weight tells its size."""
         done_by = self.human.done.get(annotator or "", set())
+        revealed = self._revealed(annotator)
         items = []
         for q in self.queue:
             if todo and q.trace_id in done_by:
                 continue
-            item = self._item(self.row_of[q.trace_id], annotator)
+            item = self._item(self.row_of[q.trace_id], annotator, revealed)
             if not self.blind:
                 item.update(stratum=q.stratum, weight=q.weight)
             items.append(item)
