@@ -15,6 +15,7 @@ from misstep.labels import (
     HumanLabel,
     HumanLabelWriter,
     Reveal,
+    RevealIndex,
     check_annotator,
     human_label_line,
     read_human_labels,
@@ -77,7 +78,12 @@ def test_old_and_new_lines_read_the_same(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", ".", "..", "../x", "a/b", "a\\b", ".hidden", "a b", "x" * 65, "a\x00b", "é"]
+    "name",
+    [
+        *("", ".", "..", "../x", "a/b", "a\\b", ".hidden", "a b", "x" * 65, "a\x00b", "é"),
+        # What a missing name becomes as text: never a person (issue 34, item 5).
+        *("None", "none", "NULL", "null", "undefined", "NaN", "nil", "true", "False"),
+    ],
 )
 def test_bad_annotator_names(name: str) -> None:
     with pytest.raises(OptionError):
@@ -153,3 +159,26 @@ def test_reveals_go_to_their_own_folder(tmp_path: Path) -> None:
     with pytest.raises(LabelStoreError):  # a broken line in the middle is not a cut one
         read_reveals(tmp_path)
     assert read_reveals(tmp_path / "nothing") == []
+
+
+def test_reveals_are_read_from_the_directory_by_every_reader(tmp_path: Path) -> None:
+    """Two servers on one run (two writers, two indexes): a reveal written by one is known to
+    the other at its next question (issue 34, item 5)."""
+    one, two = HumanLabelWriter(tmp_path), HumanLabelWriter(tmp_path)
+    index_one, index_two = RevealIndex(tmp_path), RevealIndex(tmp_path)
+    assert index_two.of("ann") == frozenset() and not index_two.has("ann", "t1")
+    one.append(Reveal(trace_id="t1", annotator="ann"))
+    assert index_two.has("ann", "t1") and index_one.has("ann", "t1")
+    two.append(Reveal(trace_id="t2", annotator="ann"))
+    assert index_one.of("ann") == {"t1", "t2"}
+    # Nobody else's, and never a request without a name.
+    assert index_one.of("bob") == frozenset() and index_one.of(None) == frozenset()
+    # Many at once (an adjudicator shown the judge's answers): one write, all of them read.
+    two.append_reveals([Reveal(trace_id=f"u{i}", annotator="carol") for i in range(300)])
+    assert len(index_one.of("carol")) == 300
+    assert [r.trace_id for r in read_reveals(tmp_path, "ann")] == ["t1", "t2"]
+    assert read_reveals(tmp_path, "dave") == []
+    with pytest.raises(ValueError, match="one person"):
+        one.append_reveals(
+            [Reveal(trace_id="t", annotator="a"), Reveal(trace_id="t", annotator="b")]
+        )

@@ -221,9 +221,21 @@ def test_adjudication_end_to_end(browser: Any, fx: Fixture) -> None:
             {"trace_id": a, "error_type": kind, "first_error_step": step, "note": note}, who
         )
     with serving(data) as server:
+        # An annotator's URL shows no adjudication link, and the page refuses it.
         browser.get(server.url)
         _ready(browser)
+        assert not browser.find_element(By.ID, "adjudicate-link").is_displayed()
+        browser.get(f"{server.origin}/adjudicate")
+        WebDriverWait(browser, 30).until(
+            lambda d: d.execute_script("return document.body.dataset.ready || ''") == "error"
+        )
+        assert "adjudicator's URL" in browser.find_element(By.ID, "banner").text
+        browser.get_log("browser")  # the refusal's 403, expected: drained
+        # The adjudicator's URL: the link, and the page.
+        browser.get(server.url_of(server.grants[1]))
+        _ready(browser)
         assert browser.find_element(By.ID, "adjudicate-link").is_displayed()
+        assert browser.find_element(By.ID, "who").text == "adjudicator URL"
         browser.get(f"{server.origin}/adjudicate")
         _ready(browser)
         assert browser.find_element(By.ID, "progress").text.startswith("0 / 1 decided")
@@ -335,7 +347,7 @@ def test_a_new_tab_opened_from_the_app_has_the_token(browser: Any, fx: Fixture) 
             lambda d: d.execute_script("return document.body.dataset.ready || ''") == "error"
         )
         assert "access token" in browser.find_element(By.ID, "error").text
-        assert browser.execute_script("return localStorage.getItem('misstep.token')") is None
+        assert browser.execute_script("return localStorage.getItem('misstep.tokens')") is None
         browser.get(b.url)
         _ready(browser)
         assert browser.get_cookies() == []

@@ -34,7 +34,7 @@ def fx(tmp_path: Path) -> Fixture:
 
 
 def test_bodies_json_cannot_hold_get_a_400_and_write_nothing(fx: Fixture) -> None:
-    with serving(review_data(fx)) as server:
+    with serving(review_data(fx, adjudicate=True)) as server:
         c = Client(server)
         t = fx.wrong_ids[0]
         deep = b'{"trace_id": ' + b"[" * 5000 + b"]" * 5000 + b"}"  # 10 kB: under 64 KiB
@@ -50,8 +50,9 @@ def test_bodies_json_cannot_hold_get_a_400_and_write_nothing(fx: Fixture) -> Non
         status, _, answer = c.request("POST", "/api/labels", emoji)
         assert status == 200 and answer["stored"]["note"] == "\U0001f600"
         # The same bodies on the other writes.
-        for path in ("/api/reveal", "/api/adjudications"):
-            assert c.request("POST", path, deep)[0] == 400
+        judge = Client(server, token=server.token_of(role="adjudicator"))
+        for client, path in ((c, "/api/reveal"), (judge, "/api/adjudications")):
+            assert client.request("POST", path, deep)[0] == 400
     lines = (fx.run_dir / "human" / "alice.jsonl").read_bytes().splitlines()
     assert len(lines) == 1
 

@@ -28,6 +28,7 @@ from misstep.labels._ownership import check_labels_input
 from misstep.labels._people import (
     HumanLabelWriter,
     Reveal,
+    RevealIndex,
     human_label_line,
     read_reveals,
     utc_now,
@@ -97,6 +98,7 @@ __all__ = [
     "LabelStore",
     "RecordFile",
     "Reveal",
+    "RevealIndex",
     "RunDir",
     "RunFields",
     "RunManifest",

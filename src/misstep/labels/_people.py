@@ -9,6 +9,9 @@ answers: once answered, a label survives kill -9 and a power cut. Should a line 
 full disk), the next write removes the fragment first (``repair_tail``, as ``LabelStore``
 does), so no corrupt line ever sits in the middle. ``write_human_labels`` writes a whole file of
 them at once (``misstep import-labels``). Both write the same line (``human_label_line``).
+
+The reveals are read from the directory whenever a question depends on them
+(``RevealIndex``): several servers on one run directory agree on who was shown what.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from misstep.labels._tail import repair_tail
 __all__ = [
     "HumanLabelWriter",
     "Reveal",
+    "RevealIndex",
     "human_label_line",
     "read_reveals",
     "utc_now",
@@ -79,20 +83,64 @@ def write_human_labels(path: Path, labels: Iterable[HumanLabel]) -> int:
     return written
 
 
-def read_reveals(run_dir: str | Path) -> list[Reveal]:
-    """Every recorded reveal of the run (``RUN_DIR/human/reveals/*.jsonl``), file by file in
-    the order written; a cut last line (never acknowledged) is skipped, as the label store
-    does."""
+def read_reveals(run_dir: str | Path, annotator: str | None = None) -> list[Reveal]:
+    """Every recorded reveal of the run (``RUN_DIR/human/reveals/*.jsonl``; with
+    ``annotator``, that person's file alone), file by file in the order written; a cut last
+    line (never acknowledged) is skipped, as the label store does."""
+    folder = RunDir(Path(run_dir))
+    if annotator is None:
+        paths = folder.reveal_files()
+    else:
+        path = folder.reveals_file(annotator)
+        paths = [path] if path.is_file() else []
+    return [r for path in paths for r in _reveals_in(path)]
+
+
+def _reveals_in(path: Path) -> list[Reveal]:
     reveals: list[Reveal] = []
-    for path in RunDir(Path(run_dir)).reveal_files():
-        for number, record in iter_label_lines(path):
-            try:
-                reveals.append(Reveal.model_validate(record))
-            except ValidationError as exc:
-                raise LabelStoreError(
-                    path=path, line=number, reason=f"not a reveal: {exc.errors()[0]['msg']}"
-                ) from None
+    for number, record in iter_label_lines(path):
+        try:
+            reveals.append(Reveal.model_validate(record))
+        except ValidationError as exc:
+            raise LabelStoreError(
+                path=path, line=number, reason=f"not a reveal: {exc.errors()[0]['msg']}"
+            ) from None
     return reveals
+
+
+class RevealIndex:
+    """The traces whose judge label each person was shown, as the run directory holds them
+    now: a person's file is read again whenever it has changed (its inode, size or time), so
+    a reveal made by another process (a second server on the same run) counts at once. One
+    ``stat`` per question otherwise, the same for every trace."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = RunDir(Path(run_dir))
+        self._seen: dict[str, tuple[tuple[int, int, int], frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, annotator: str | None) -> frozenset[str]:
+        """The trace ids revealed to ``annotator`` (none to a request without a name)."""
+        if annotator is None:
+            return frozenset()
+        path = self.run_dir.reveals_file(annotator)
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return frozenset()
+        signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            seen = self._seen.get(annotator)
+        if seen is not None and seen[0] == signature:
+            return seen[1]
+        ids = frozenset(r.trace_id for r in _reveals_in(path))
+        with self._lock:
+            self._seen[annotator] = (signature, ids)
+        return ids
+
+    def has(self, annotator: str | None, trace_id: str) -> bool:
+        """Whether the judge's label of ``trace_id`` was shown to ``annotator``."""
+        return trace_id in self.of(annotator)
 
 
 class HumanLabelWriter:
@@ -135,11 +183,21 @@ class HumanLabelWriter:
         """Write ``label`` (or a reveal, to its own folder) durably (flushed and fsynced) and
         return the file."""
         if isinstance(label, Reveal):
-            path = self.run_dir.reveals_file(label.annotator)
-            line = orjson.dumps(label.model_dump(mode="json")) + b"\n"
-        else:
-            path = self.path(label.annotator)
-            line = human_label_line(label)
+            return self.append_reveals([label])
+        return self._write(self.path(label.annotator), human_label_line(label))
+
+    def append_reveals(self, reveals: Sequence[Reveal]) -> Path:
+        """Write the reveals of one person durably, in one write (an adjudicator shown the
+        judge's answers of many traces at once); returns the file."""
+        names = {r.annotator for r in reveals}
+        if len(names) != 1:
+            raise ValueError(f"reveals of exactly one person, not {sorted(names)}")
+        path = self.run_dir.reveals_file(names.pop())
+        return self._write(
+            path, b"".join(orjson.dumps(r.model_dump(mode="json")) + b"\n" for r in reveals)
+        )
+
+    def _write(self, path: Path, line: bytes) -> Path:
         with self._lock(path):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

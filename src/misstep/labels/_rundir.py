@@ -36,6 +36,7 @@ __all__ = [
     "REQUESTS_FILE",
     "REQUESTS_PARQUET",
     "REQUEST_TRIES_FILE",
+    "RESERVED_NAMES",
     "REVEALS_DIR",
     "RUN_DIR_NAMES",
     "SELECTIONS_FILE",
@@ -85,16 +86,24 @@ RUN_DIR_NAMES = (
 ANNOTATOR_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 """An annotator name becomes a file name: letters, digits and ``._@+-``, no path separator,
 not starting with a dot."""
+RESERVED_NAMES = frozenset({"none", "null", "nil", "undefined", "nan", "true", "false"})
+"""Names no person has (any case): what a missing name turns into when some code writes it
+as text (Python's ``str(None)``, JSON's ``null``, JavaScript's ``undefined``), so a request
+without a name can never match a stored person."""
 
 
 def check_annotator(name: str, option: str = "annotator") -> str:
     """``name`` when it is a valid annotator name, else OptionError."""
-    if not isinstance(name, str) or not ANNOTATOR_PATTERN.fullmatch(name):
+    if (
+        not isinstance(name, str)
+        or not ANNOTATOR_PATTERN.fullmatch(name)
+        or name.lower() in RESERVED_NAMES
+    ):
         raise OptionError(
             option=option,
             value=name,
             allowed="1-64 letters, digits or ._@+- (no path separator), starting with a "
-            "letter or digit",
+            "letter or digit, and not " + ", ".join(sorted(RESERVED_NAMES)),
         )
     return name
 

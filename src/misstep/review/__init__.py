@@ -8,7 +8,14 @@ index (``open_trace_texts``) and people's labels appended durably to
 
 from misstep.review._data import MAX_LIMIT, BadRequest, ReviewData, TraceFilter
 from misstep.review._queue import QueueItem, task_queue
-from misstep.review._server import CSP, REQUEST_TIMEOUT, ReviewServer, make_server
+from misstep.review._server import (
+    CSP,
+    REQUEST_TIMEOUT,
+    Grant,
+    ReviewServer,
+    make_grants,
+    make_server,
+)
 from misstep.review._texts import TraceTexts, clear_text_cache, open_trace_texts
 
 __all__ = [
@@ -16,12 +23,14 @@ __all__ = [
     "MAX_LIMIT",
     "REQUEST_TIMEOUT",
     "BadRequest",
+    "Grant",
     "QueueItem",
     "ReviewData",
     "ReviewServer",
     "TraceFilter",
     "TraceTexts",
     "clear_text_cache",
+    "make_grants",
     "make_server",
     "open_trace_texts",
     "task_queue",

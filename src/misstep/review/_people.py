@@ -1,6 +1,7 @@
 """People's labels as the review app holds them: each annotator's current label per trace,
-the adjudicators' decisions, the recorded reveals of the judge in blind mode, and the traces
-where people disagree. Read from the run directory through ``misstep.labels``."""
+the adjudicators' decisions, and the traces where people disagree. Read from the run
+directory through ``misstep.labels`` (the reveals of the judge in blind mode are read from
+there whenever they count: ``misstep.labels.RevealIndex``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels, read_reveals
+from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels
 
 __all__ = ["HumanState"]
 
@@ -23,8 +24,8 @@ def answer(record: Mapping[str, Any]) -> str:
 
 @dataclass
 class HumanState:
-    """Each person's current label per trace (the last one wins), the adjudications and the
-    reveals, for the pages."""
+    """Each person's current label per trace (the last one wins) and the adjudications, for
+    the pages."""
 
     current: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(annotator, trace_id) -> the annotator's current label (role annotator)."""
@@ -34,18 +35,14 @@ class HumanState:
     """trace_id -> annotator -> current label."""
     adjudicated: dict[str, dict[str, Any]] = field(default_factory=dict)
     """trace_id -> the last adjudication of it."""
-    revealed: set[tuple[str, str]] = field(default_factory=set)
-    """(annotator, trace_id) whose judge label was shown in blind mode."""
 
     @classmethod
     def load(cls, run_dir: Path) -> HumanState:
-        """The state of ``RUN_DIR/human`` (labels, adjudications and reveals)."""
+        """The state of ``RUN_DIR/human`` (labels and adjudications)."""
         state = cls()
         for path in RunDir(run_dir).human_files():
             for label in read_human_labels(path):
                 state.add(label)
-        for reveal in read_reveals(run_dir):
-            state.revealed.add((reveal.annotator, reveal.trace_id))
         return state
 
     def add(self, label: HumanLabel) -> None:

@@ -11,28 +11,102 @@
   // The access token arrives in the URL's fragment (never sent to a server) and goes with
   // every API call as a header; no cookie holds it. It is kept in this tab's sessionStorage and
   // in localStorage, both per origin (scheme, host and port: no other site, and no other
-  // review server, reads it). The tab's own copy comes first, so two tabs opened from two
-  // URLs of one server keep their own tokens; localStorage gives it to a tab the person opens
-  // from the app (a middle-click or "open in new tab" starts with an empty sessionStorage).
+  // review server, reads it). The URL's token comes first, then the tab's own copy, so two
+  // tabs opened from two URLs of one server keep their own tokens. localStorage keeps every
+  // token this browser was given for this server, each with whose it is ("alice
+  // (annotator)"): a tab the person opens from the app (a middle-click or "open in new tab"
+  // starts with an empty sessionStorage) takes the one there is, and when there are several
+  // (two people's URLs opened in one browser) asks whose it is instead of picking one.
+  const TOKENS = "misstep.tokens";
+  function knownTokens() {
+    try {
+      const found = JSON.parse(localStorage.getItem(TOKENS) || "{}");
+      return found && typeof found === "object" ? found : {};
+    } catch (e) { return {}; }
+  }
+  function rememberToken(token, who) {
+    const known = knownTokens();
+    if (known[token] === who) return;
+    known[token] = who;
+    localStorage.setItem(TOKENS, JSON.stringify(known));
+  }
+  function forgetToken(token) {
+    const known = knownTokens();
+    if (!(token in known)) return;
+    delete known[token];
+    localStorage.setItem(TOKENS, JSON.stringify(known));
+  }
   function takeToken() {
+    localStorage.removeItem("misstep.token"); // the single slot of earlier versions
     const hash = new URLSearchParams(window.location.hash.slice(1));
     if (hash.get("token")) {
       sessionStorage.setItem("misstep.token", hash.get("token"));
-      localStorage.setItem("misstep.token", hash.get("token"));
+      if (!(hash.get("token") in knownTokens())) rememberToken(hash.get("token"), "");
       history.replaceState(null, "", window.location.pathname + window.location.search);
       return true;
     }
-    if (!sessionStorage.getItem("misstep.token") && localStorage.getItem("misstep.token")) {
-      sessionStorage.setItem("misstep.token", localStorage.getItem("misstep.token"));
+    const known = Object.keys(knownTokens());
+    if (!sessionStorage.getItem("misstep.token") && known.length === 1) {
+      sessionStorage.setItem("misstep.token", known[0]);
     }
     return false;
   }
   takeToken();
+  function currentToken() {
+    return sessionStorage.getItem("misstep.token") || "";
+  }
   // The printed URL pasted over this page changes only the fragment: no new page loads.
   window.addEventListener("hashchange", () => { if (takeToken()) window.location.reload(); });
 
   function authHeaders(extra) {
-    return { Authorization: "Bearer " + (sessionStorage.getItem("misstep.token") || ""), ...(extra || {}) };
+    return { Authorization: "Bearer " + currentToken(), ...(extra || {}) };
+  }
+
+  // The tokens this browser holds that the server still knows (one of an earlier server on
+  // the same port is forgotten), each with whose it is.
+  async function liveTokens() {
+    const live = [];
+    for (const token of Object.keys(knownTokens())) {
+      const response = await fetch("/api/summary", { credentials: "omit", headers: { Authorization: "Bearer " + token } });
+      const body = await response.json();
+      if (response.ok) {
+        rememberToken(token, body.you.who);
+        live.push([token, body.you.who]);
+      } else if (response.status === 403 && /access token/.test(body.error || "")) forgetToken(token);
+    }
+    return live;
+  }
+
+  // Several tokens of this server in this browser and none for this tab: ask whose this tab
+  // is (never pick one silently: it would label as someone else).
+  function chooseToken(live) {
+    const box = el("div", { id: "choose-token", role: "dialog" },
+      el("p", {}, "This browser holds several URLs of this review server. Whose is this tab? " +
+        "(Or open your own URL again.)"));
+    live.forEach(([token, who], i) => {
+      const button = el("button", { type: "button", "data-who": who || "" }, who || "URL " + (i + 1) + " (unnamed)");
+      button.addEventListener("click", () => { sessionStorage.setItem("misstep.token", token); window.location.reload(); });
+      box.append(" ", button);
+    });
+    document.querySelector("main").replaceChildren(box);
+    const name = document.getElementById("annotator");
+    if (name) name.closest("label").hidden = true;
+  }
+
+  // Who this token is, from the server (never from the page): a token bound to a person fills
+  // and locks the name box and says so in the header; a shared one leaves the box to the
+  // person.
+  function identify(summary) {
+    const you = summary.you || {};
+    rememberToken(currentToken(), you.who || "");
+    const input = document.getElementById("annotator");
+    const who = document.getElementById("who");
+    if (you.name) {
+      input.value = you.name;
+      input.readOnly = true;
+      input.closest("label").hidden = true;
+    }
+    if (who) who.textContent = you.name ? "you: " + you.who : you.role === "adjudicator" ? "adjudicator URL" : "";
   }
   const PAGE_SIZE = 50;
 
@@ -94,19 +168,26 @@
     return (document.getElementById("annotator").value || "").trim();
   }
 
-  async function getJSON(url) {
-    const response = await fetch(url, { credentials: "omit", headers: authHeaders() });
+  async function answered(response) {
     const body = await response.json();
-    if (!response.ok) throw new Error(body.error || response.statusText);
+    if (!response.ok) {
+      // A token the server does not know (an earlier server's, on the same port): forgotten.
+      if (response.status === 403 && /access token/.test(body.error || "")) {
+        forgetToken(currentToken());
+        sessionStorage.removeItem("misstep.token");
+      }
+      throw new Error(body.error || response.statusText);
+    }
     return body;
   }
 
+  async function getJSON(url) {
+    return answered(await fetch(url, { credentials: "omit", headers: authHeaders() }));
+  }
+
   async function postJSON(url, payload) {
-    const response = await fetch(url, { method: "POST", credentials: "omit",
-      headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(payload) });
-    const body = await response.json();
-    if (!response.ok) throw new Error(body.error || response.statusText);
-    return body;
+    return answered(await fetch(url, { method: "POST", credentials: "omit",
+      headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(payload) }));
   }
 
   // Math in trace text: math.js (misstepMath) finds the math (dollar amounts stay text) and
@@ -172,6 +253,7 @@
     annotatorInput();
     const queueMode = window.location.pathname === "/queue";
     const summary = await getJSON("/api/summary");
+    identify(summary);
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     document.getElementById("counts").textContent =
       summary.n_traces.toLocaleString() + " traces, " + summary.n_labels.toLocaleString() +
@@ -351,6 +433,7 @@
     // is read again for that person, and the form keeps what was chosen.
     annotatorInput(() => changeName().catch((e) => showError(e.message)));
     const summary = await getJSON("/api/summary");
+    identify(summary);
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     document.getElementById("adjudicate-link").hidden = !summary.adjudicate;
     document.getElementById("back").setAttribute("href", queueMode ? "/queue?" + query({ todo: params.get("todo") }) : "/?" + query(filters));
@@ -607,14 +690,17 @@
   async function adjudicatePage() {
     // A new name keeps the decisions being written (no reload): they are sent with the name
     // in the box when decided.
-    annotatorInput(() => { showError(""); askName(); });
+    annotatorInput(() => { showError(""); if (askName()) load().catch((e) => showError(e.message)); });
     const summary = await getJSON("/api/summary");
+    identify(summary);
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     askName();
     const choices = [...summary.taxonomy.map((c) => c.key), "no_error", "cant_tell"];
     const box = document.getElementById("disagreements");
     async function load() {
-      const body = await getJSON("/api/disagreements");
+      // The adjudicator's name goes along: in blind mode what the list shows of the judge is
+      // recorded as revealed to them.
+      const body = await getJSON("/api/disagreements?" + query({ annotator: annotator() }));
       document.getElementById("progress").textContent =
         body.done + " / " + body.total + " decided" + (summary.hide_names ? " (names hidden)" : "");
       box.replaceChildren();
@@ -665,9 +751,22 @@
       section.append(form);
       return section;
     }
-    await load();
+    // Blind with the judge: the list records what it shows as revealed to its reader, so it
+    // waits for a name.
+    if (annotator() || !(summary.blind && summary.with_judge)) await load();
+    else box.replaceChildren(el("p", { class: "hint", id: "name-first" }, "Give your name first (the box at the top): " +
+      "in --blind mode, the judge's answers this list shows are recorded as revealed to you, and your own later labels of those traces count as not blind."));
   }
 
   const run = { trace: tracePage, adjudicate: adjudicatePage, index: indexPage }[page];
-  run().then(() => { document.body.dataset.ready = "1"; }).catch((e) => { showError(e.message); document.body.dataset.ready = "error"; });
+  async function start() {
+    if (!currentToken() && Object.keys(knownTokens()).length > 1) {
+      const live = await liveTokens();
+      if (live.length > 1) { chooseToken(live); return "choose"; }
+      if (live.length === 1) sessionStorage.setItem("misstep.token", live[0][0]);
+    }
+    await run();
+    return "1";
+  }
+  start().then((state) => { document.body.dataset.ready = state; }).catch((e) => { showError(e.message); document.body.dataset.ready = "error"; });
 })();
