@@ -202,8 +202,9 @@ def test_labels_are_stored_and_read_by_agree(fx: Fixture) -> None:
     assert len(read_human_labels(path)) == 4  # "can't tell" is a label too
     # The consensus honours supersession: a's current type is misread (not arithmetic).
     assert human_consensus(read_human_labels(path)).types == {a: "misread"}
-    # A later "can't tell" supersedes an earlier type: nothing left typed for that trace.
-    later = [*people, people[2].model_copy(update={"trace_id": a})]
+    # A later "can't tell" (by created_at) supersedes an earlier type: nothing left typed.
+    after = "2999-01-01T00:00:00.000+00:00"
+    later = [*people, people[2].model_copy(update={"trace_id": a, "created_at": after})]
     assert human_consensus(later).types == {}
     result = CliRunner().invoke(
         app,

@@ -3,7 +3,12 @@ trace), the run manifest, and people's labels; the label run directory that hold
 (``RunDir``: every file's name and path)."""
 
 from misstep.labels._budget import label_sample
-from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
+from misstep.labels._consensus import (
+    HumanConsensus,
+    current_labels,
+    human_consensus,
+    majority_labels,
+)
 from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
@@ -15,6 +20,7 @@ from misstep.labels._human import (
     human_label_from_row,
     read_human_labels,
 )
+from misstep.labels._latest import label_time, supersedes
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import (
     InputFile,
@@ -106,6 +112,7 @@ __all__ = [
     "add_to_history",
     "check_annotator",
     "check_labels_input",
+    "current_labels",
     "evidence_in_text",
     "find_label_run",
     "gather_human_files",
@@ -114,6 +121,7 @@ __all__ = [
     "human_label_line",
     "iter_label_lines",
     "label_sample",
+    "label_time",
     "labels_path",
     "majority_labels",
     "read_human_labels",
@@ -127,6 +135,7 @@ __all__ = [
     "run_dir_lock",
     "run_taxonomy",
     "skipped_record",
+    "supersedes",
     "utc_now",
     "write_human_labels",
     "write_manifest",

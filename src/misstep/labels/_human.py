@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from misstep.errors import InputFormatError, InvalidRecordError
+from misstep.labels._latest import label_time
 from misstep.rollouts import RowError, iter_json_lines, open_binary
 
 __all__ = [
@@ -95,7 +96,21 @@ class HumanLabel(BaseModel):
     """Where the label comes from, or how ``error_type`` was mapped from the source's labels
     (``misstep review`` for the review app's)."""
     created_at: str | None = None
-    """When it was given, UTC ISO 8601 (review app)."""
+    """When it was given, ISO 8601 (the review app writes UTC to the millisecond; without an
+    offset it is read as UTC). Of two labels of a trace the later one wins
+    (``labels/_latest.py``: a label without it is earlier than every label with one)."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                label_time(value)
+            except ValueError:
+                raise ValueError(
+                    "not an ISO 8601 time (e.g. 2025-01-31T12:00:00.000+00:00)"
+                ) from None
+        return value
 
 
 _REQUIRED = ("trace_id", "annotator")

@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels, read_reveals
+from misstep.labels import (
+    ADJUDICATOR,
+    HumanLabel,
+    RunDir,
+    read_human_labels,
+    read_reveals,
+    supersedes,
+)
 
 __all__ = ["HumanState"]
 
@@ -23,8 +30,10 @@ def answer(record: Mapping[str, Any]) -> str:
 
 @dataclass
 class HumanState:
-    """Each person's current label per trace (the last one wins), the adjudications and the
-    reveals, for the pages."""
+    """Each person's current label per trace, each trace's adjudication (the later label
+    wins, by ``misstep.labels.supersedes``: the rule ``human_consensus`` uses, so the page
+    shows what every statistic uses, before and after a restart), and the reveals, for the
+    pages."""
 
     current: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(annotator, trace_id) -> the annotator's current label (role annotator)."""
@@ -33,9 +42,12 @@ class HumanState:
     by_trace: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """trace_id -> annotator -> current label."""
     adjudicated: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """trace_id -> the last adjudication of it."""
+    """trace_id -> its current adjudication (the later one)."""
     revealed: set[tuple[str, str]] = field(default_factory=set)
     """(annotator, trace_id) whose judge label was shown in blind mode."""
+    _labels: dict[tuple[str, str, str], HumanLabel] = field(default_factory=dict, repr=False)
+    """(role, annotator, trace_id) -> the current label itself (annotator "" for an
+    adjudication: any adjudicator's decision replaces an earlier one)."""
 
     @classmethod
     def load(cls, run_dir: Path) -> HumanState:
@@ -49,8 +61,13 @@ class HumanState:
         return state
 
     def add(self, label: HumanLabel) -> None:
-        """Take in one stored label."""
+        """Take in one stored label (read or written after every label taken in before)."""
         annotator, trace_id = label.annotator, label.trace_id
+        slot = (label.role, "" if label.role == ADJUDICATOR else annotator, trace_id)
+        old = self._labels.get(slot)
+        if old is not None and not supersedes(label, old):
+            return
+        self._labels[slot] = label
         kept: dict[str, Any] = {k: getattr(label, k) for k in _SHOWN}
         kept["annotator"] = annotator
         if label.role == ADJUDICATOR:
