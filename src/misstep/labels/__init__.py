@@ -9,6 +9,7 @@ from misstep.labels._consensus import (
     human_consensus,
     majority_labels,
 )
+from misstep.labels._design import sampling_weight, task_rows
 from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
@@ -134,8 +135,10 @@ __all__ = [
     "repair_tail",
     "run_dir_lock",
     "run_taxonomy",
+    "sampling_weight",
     "skipped_record",
     "supersedes",
+    "task_rows",
     "utc_now",
     "write_human_labels",
     "write_manifest",

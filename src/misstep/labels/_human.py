@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from misstep.errors import InputFormatError, InvalidRecordError
+from misstep.labels._design import sampling_weight
 from misstep.labels._latest import label_time
 from misstep.rollouts import RowError, iter_json_lines, open_binary
 
@@ -85,9 +85,10 @@ class HumanLabel(BaseModel):
     None: not recorded."""
     judge: str | None = None
     """Id of the judge configuration whose label the trace had, shown or not (review app)."""
-    weight: float = 1.0
-    """Sampling weight: the inverse inclusion probability of the trace in the sample it was
-    drawn in (``misstep sample``'s task, the review queue's stratified draw); 1 outside one."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Sampling weight (finite, above 0): the inverse inclusion probability of the trace in
+    the sample it was drawn in (``misstep sample``'s task, the review queue's stratified draw);
+    1 outside one."""
     role: Literal["annotator", "adjudicator"] = "annotator"
     """``annotator``: one person's own reading; ``adjudicator``: the decision that settles
     the annotators' disagreement on the trace (``misstep review --adjudicate``), which
@@ -304,8 +305,8 @@ def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> Hu
     # ProcessBench keeps its label as a number (the step index): keep it as text.
     if isinstance(raw_label, int | float) and not isinstance(raw_label, bool):
         fixed["raw_label"] = str(raw_label)
-    if fixed.get("weight", 1.0) is None:
-        del fixed["weight"]
+    if "weight" in fixed:
+        fixed["weight"] = sampling_weight(fixed["weight"], path=path, line=line)
     try:
         label = HumanLabel.model_validate(fixed)
     except ValidationError as exc:
@@ -318,14 +319,6 @@ def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> Hu
             value=row.get(field) if field else None,
             reason=str(err["msg"]),
         ) from None
-    if not (math.isfinite(label.weight) and label.weight > 0):
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field="weight",
-            value=row.get("weight"),
-            reason="must be a positive finite number",
-        )
     if label.first_error_step is not None and label.first_error_step < 0:
         raise InvalidRecordError(
             path=path,

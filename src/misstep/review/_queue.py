@@ -7,17 +7,14 @@ Either the stratified sample ``misstep sample`` draws with the same n, strata an
 
 from __future__ import annotations
 
-import csv
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from misstep.agreement import stratified_sample
-from misstep.errors import InputFormatError, InvalidRecordError
-from misstep.labels import LabelRow, LabelStatus, StoredLabel
+from misstep.errors import InvalidRecordError
+from misstep.labels import LabelRow, LabelStatus, StoredLabel, sampling_weight, task_rows
 from misstep.rollouts import Trace
 
 __all__ = ["QueueItem", "stratified_queue", "task_queue"]
@@ -71,43 +68,21 @@ def stratified_queue(
 
 def task_queue(path: Path, known: Mapping[str, object]) -> list[QueueItem]:
     """The rows of a ``misstep sample`` task file (JSONL, CSV or Label Studio JSON), in its
-    order; every trace must be one of ``known``."""
-    rows: list[dict[str, object]]
-    try:
-        if path.suffix == ".csv":
-            with path.open(encoding="utf-8", newline="") as fh:
-                rows = [dict(r) for r in csv.DictReader(fh)]
-        elif path.suffix == ".json":
-            tasks = orjson.loads(path.read_bytes())
-            rows = [t.get("data", {}) for t in tasks if isinstance(t, dict)]
-        else:
-            rows = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise InputFormatError(
-            path=path, reason=f"not a `misstep sample` task file: {exc}"
-        ) from None
+    order; every trace must be one of ``known``, every weight finite and above 0 (errors name
+    the file, line and field)."""
     out: list[QueueItem] = []
-    for number, row in enumerate(rows, start=1):
-        trace_id = row.get("trace_id") if isinstance(row, dict) else None
+    for line, row in task_rows(path):
+        trace_id = row.get("trace_id")
         if not isinstance(trace_id, str) or trace_id not in known:
             raise InvalidRecordError(
                 path=path,
-                line=number,
+                line=line,
                 field="trace_id",
                 value=trace_id,
                 reason="not a trace of this input",
                 hint="pass the task file `misstep sample` wrote for this run",
             )
-        try:
-            weight = float(row.get("weight", 1.0) or 1.0)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise InvalidRecordError(
-                path=path,
-                line=number,
-                field="weight",
-                value=row.get("weight"),
-                reason="must be a number (the sample's inverse inclusion probability)",
-            ) from None
+        weight = sampling_weight(row.get("weight"), path=path, line=line)
         out.append(QueueItem(trace_id, str(row.get("stratum") or "task"), weight))
     return out
 
