@@ -98,11 +98,17 @@ def test_plan_with_a_pilot_and_the_sample_that_draws_it(tmp_path: Path) -> None:
     assert by_ck == {ck: r["human_labels_needed"] - 40 for ck, r in rows.items()}
     held = {json.loads(x)["trace_id"] for x in human.read_text().splitlines()}
     assert not held & {r["trace_id"] for r in got}
-    assert all(r["stratum"].startswith("checkpoint=") for r in got)
+    side = [json.loads(x) for x in (tmp_path / "task.jsonl.judge.jsonl").read_text().splitlines()]
+    assert all(r["stratum"].startswith("checkpoint=") for r in side)
+    assert {r["allocation"] for r in side} == {"plan"}
     again = tmp_path / "again.jsonl"
     same = runner.invoke(app, [*base, str(again), "--halfwidth", "0.08"])
     assert same.exit_code == 0, same.output
-    assert again.read_text() == task.read_text()
+    # the same traces (in another random order) and the same sidecar
+    assert sorted(again.read_text().splitlines()) == sorted(task.read_text().splitlines())
+    assert (tmp_path / "again.jsonl.judge.jsonl").read_text() == (
+        tmp_path / "task.jsonl.judge.jsonl"
+    ).read_text()
     both = runner.invoke(app, [*base, str(again), "--halfwidth", "0.08", "--plan", str(plan_file)])
     assert both.exit_code == 2
 

@@ -141,8 +141,9 @@ def sample(
     strata = sorted({r.stratum for r in rows})
     err_console.print(
         f"sampled {len(rows)} trace(s) from {len(strata)} strata ({', '.join(fields) or 'none'}), "
-        f"{allocation.value} allocation, seed {seed}; judge labels kept out of the task "
-        f"(blind) in {written[-1]}",
+        f"{allocation.value if take is None else 'planned'} allocation, seed {seed}; rows in "
+        f"a random order; the judge's labels, weights and strata kept out of the task (blind) "
+        f"in its sidecar {written[-1]}, which import-labels and review --task read",
         soft_wrap=True,
         markup=False,
     )

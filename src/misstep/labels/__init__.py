@@ -9,7 +9,14 @@ from misstep.labels._consensus import (
     human_consensus,
     majority_labels,
 )
-from misstep.labels._design import sampling_weight, task_rows
+from misstep.labels._design import (
+    TASK_DESIGN_VERSION,
+    TaskDesign,
+    read_task_design,
+    sampling_weight,
+    task_rows,
+    task_sidecar,
+)
 from misstep.labels._evidence import evidence_in_text
 from misstep.labels._human import (
     ADJUDICATOR,
@@ -91,6 +98,7 @@ __all__ = [
     "REQUESTS_PARQUET",
     "REQUEST_TRIES_FILE",
     "SELECTIONS_FILE",
+    "TASK_DESIGN_VERSION",
     "Action",
     "Current",
     "HumanConsensus",
@@ -108,6 +116,7 @@ __all__ = [
     "RunManifest",
     "RunOptions",
     "StoredLabel",
+    "TaskDesign",
     "Todo",
     "Verdict",
     "add_to_history",
@@ -131,6 +140,7 @@ __all__ = [
     "read_manifest",
     "read_reveals",
     "read_status_index",
+    "read_task_design",
     "record_of",
     "repair_tail",
     "run_dir_lock",
@@ -139,6 +149,7 @@ __all__ = [
     "skipped_record",
     "supersedes",
     "task_rows",
+    "task_sidecar",
     "utc_now",
     "write_human_labels",
     "write_manifest",

@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from misstep.errors import InputFormatError, InvalidRecordError
-from misstep.labels._design import sampling_weight
+from misstep.labels._design import read_task_design, sampling_weight, task_sidecar
 from misstep.labels._latest import label_time
 from misstep.rollouts import RowError, iter_json_lines, open_binary
 
@@ -118,9 +118,16 @@ _REQUIRED = ("trace_id", "annotator")
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
-def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) -> list[HumanLabel]:
+def read_human_labels(
+    path: str | Path, *, keys: Collection[str] | None = None, sidecar: str | Path | None = None
+) -> list[HumanLabel]:
     """All people's labels of a file: JSONL (``.gz`` or not), CSV, or a Label Studio JSON
     export (``.json``).
+
+    The weights of a ``misstep sample`` task come from its sidecar (``labels/_design.py``):
+    ``sidecar``, else ``<file name>.judge.jsonl`` beside the file when there is one; a label
+    of a trace the sidecar does not hold is an error there. Without one, a row's own
+    ``weight`` (tasks written before the sidecar held it), else 1.
 
     Fields: ``trace_id`` and ``annotator`` (required), ``error_type`` (empty is None;
     ``no_error`` means has_error False), ``first_error_step``, ``has_error`` (true/false,
@@ -142,11 +149,27 @@ def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) 
         rows = iter(_csv_rows(p))
     else:
         rows = _jsonl_rows(p)
+    side = Path(sidecar) if sidecar is not None else task_sidecar(p)
+    design = read_task_design(side) if sidecar is not None or side.is_file() else None
     labels: list[HumanLabel] = []
     for line, row in rows:
         label = _labelled_row(p, line, row, allowed)
-        if label is not None:
-            labels.append(label)
+        if label is None:
+            continue
+        if design is not None:
+            found = design.get(label.trace_id)
+            if found is None:
+                raise InvalidRecordError(
+                    path=p,
+                    line=line,
+                    field="trace_id",
+                    value=label.trace_id,
+                    reason=f"not a trace of the task's sidecar {side}",
+                    hint="pass the sidecar of the task these labels answer (--sidecar)",
+                )
+            if found.weight is not None:
+                label = label.model_copy(update={"weight": found.weight})
+        labels.append(label)
     return labels
 
 
@@ -248,8 +271,9 @@ def _labelstudio_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row: dict[str, Any] = {
                 "trace_id": data["trace_id"],
                 "annotator": None if who is None else f"labelstudio:{who}",
-                "weight": data.get("weight", 1.0),
             }
+            if "weight" in data:  # tasks written before the weights moved to the sidecar
+                row["weight"] = data["weight"]
             for result in annotation.get("result", []) or []:
                 value = result.get("value", {})
                 if result.get("from_name") == "error_type" and value.get("choices"):

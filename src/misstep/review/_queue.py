@@ -2,8 +2,8 @@
 the sample it was drawn in, fixed once at start (never by the order of requests).
 
 Either the stratified sample ``misstep sample`` draws with the same n, strata and seed
-(``stratified_queue``), or the rows of a ``misstep sample`` task file (``task_queue``: its
-``weight`` column as written, so a planned sample is labelled with its own weights)."""
+(``stratified_queue``), or the rows of a ``misstep sample`` task file (``task_queue``: the
+weights of its sidecar as written, so a planned sample is labelled with its own weights)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ from pathlib import Path
 
 from misstep.agreement import stratified_sample
 from misstep.errors import InvalidRecordError
-from misstep.labels import LabelRow, LabelStatus, StoredLabel, sampling_weight, task_rows
+from misstep.labels import (
+    LabelRow,
+    LabelStatus,
+    StoredLabel,
+    read_task_design,
+    sampling_weight,
+    task_rows,
+    task_sidecar,
+)
 from misstep.rollouts import Trace
 
 __all__ = ["QueueItem", "stratified_queue", "task_queue"]
@@ -68,8 +76,12 @@ def stratified_queue(
 
 def task_queue(path: Path, known: Mapping[str, object]) -> list[QueueItem]:
     """The rows of a ``misstep sample`` task file (JSONL, CSV or Label Studio JSON), in its
-    order; every trace must be one of ``known``, every weight finite and above 0 (errors name
-    the file, line and field)."""
+    order, with the weights and strata of its sidecar (``<task file name>.judge.jsonl``
+    beside it; a task written before the sidecar held them gives its own ``weight`` column;
+    neither: weight 1). Every trace must be one of ``known`` (and of the sidecar when there
+    is one), every weight finite and above 0; errors name the file, line and field."""
+    side = task_sidecar(path)
+    design = read_task_design(side) if side.is_file() else {}
     out: list[QueueItem] = []
     for line, row in task_rows(path):
         trace_id = row.get("trace_id")
@@ -82,8 +94,23 @@ def task_queue(path: Path, known: Mapping[str, object]) -> list[QueueItem]:
                 reason="not a trace of this input",
                 hint="pass the task file `misstep sample` wrote for this run",
             )
-        weight = sampling_weight(row.get("weight"), path=path, line=line)
-        out.append(QueueItem(trace_id, str(row.get("stratum") or "task"), weight))
+        found = design.get(trace_id)
+        if design and found is None:
+            raise InvalidRecordError(
+                path=path,
+                line=line,
+                field="trace_id",
+                value=trace_id,
+                reason=f"not a trace of the task's sidecar {side}",
+                hint="keep the task and the sidecar `misstep sample` wrote beside it together",
+            )
+        weight = (
+            found.weight
+            if found is not None and found.weight is not None
+            else sampling_weight(row.get("weight"), path=path, line=line)
+        )
+        stratum = found.stratum if found is not None and found.stratum else row.get("stratum")
+        out.append(QueueItem(trace_id, str(stratum or "task"), weight))
     return out
 
 
