@@ -244,6 +244,7 @@ PUBLIC = {
         "agreement_report",
         "allocate",
         "alpha_from_coincidences",
+        "assign_annotators",
         "cohen_kappa",
         "compare_raters",
         "confusion_counts",

@@ -56,3 +56,34 @@ def test_an_old_task_gives_its_own_weights(tmp_path: Path) -> None:
         (4.0, "checkpoint=a"),
         (1.0, "task"),
     ]
+
+
+def test_each_person_sees_the_traces_the_task_gives_them(tmp_path: Path) -> None:
+    """A task from ``sample --annotators ann1,ann2 --overlap 0.5``: through the real server,
+    each person's queue holds their traces (a doubled trace once in each of two queues), and
+    a nameless request sees all of them."""
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+    from tests.review.review_fixture import make_run, review_data, serving
+    from tests.review.test_api import Client
+
+    fx = make_run(tmp_path / "data")
+    out = tmp_path / "task.jsonl"
+    args = ["sample", str(fx.traces), "--labels", str(fx.run_dir), "--out", str(out)]
+    result = CliRunner().invoke(
+        app, [*args, "--n", "8", "--annotators", "ann1,ann2", "--overlap", "0.5"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [orjson.loads(x) for x in out.read_bytes().splitlines()]
+    given: dict[str, set[str]] = {}
+    for r in rows:
+        given.setdefault(r["annotator"], set()).add(r["trace_id"])
+    # 8 traces, 4 of them to both: 12 rows, 6 each
+    assert len(rows) == 12 and {k: len(v) for k, v in given.items()} == {"ann1": 6, "ann2": 6}
+    with serving(review_data(fx, task=out)) as server:
+        c = Client(server)
+        for who, mine in given.items():
+            queue = c.get(f"/api/queue?annotator={who}")[2]
+            assert queue["total"] == 6 and {i["trace_id"] for i in queue["items"]} == mine
+        assert c.get("/api/queue")[2]["total"] == 8

@@ -219,9 +219,10 @@ def _visible(stratum: str) -> str:
     return "|".join(parts) or "all"
 
 
-def _task_row(row: SampleRow) -> dict[str, Any]:
+def _task_row(row: SampleRow, annotator: str = "") -> dict[str, Any]:
     data = row.model_dump(exclude=set(_SIDE_FIELDS))
     data.update(dict.fromkeys(_EMPTY_FIELDS, ""))
+    data["annotator"] = annotator
     return data
 
 
@@ -249,31 +250,47 @@ def labelstudio_config(categories: Sequence[str]) -> str:
 
 
 def write_task(
-    rows: Sequence[SampleRow], out: str | Path, *, fmt: TaskFormat, categories: Sequence[str]
+    rows: Sequence[SampleRow],
+    out: str | Path,
+    *,
+    fmt: TaskFormat,
+    categories: Sequence[str],
+    assigned: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
     """Write the annotation task (its rows in a random order from a fresh key), its sidecar
     (the weights, strata and judge labels, in the sample's order) and, for Label Studio, the
-    labelling config. Returns the paths written, the task file first, the sidecar last."""
+    labelling config. Returns the paths written, the task file first, the sidecar last.
+
+    ``assigned`` (trace_id -> people, ``assign_annotators``): one row per trace and person,
+    its ``annotator`` filled in (JSONL and CSV; Label Studio assigns its tasks itself)."""
     path = Path(out)
+    if assigned is not None and fmt == "labelstudio":
+        raise OptionError(
+            option="--annotators",
+            value=",".join(sorted({a for people in assigned.values() for a in people})),
+            allowed="with --format jsonl or csv",
+            hint="Label Studio spreads tasks over its own users (project settings, overlap)",
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     sidecar = task_sidecar(path)
     written = [path]
-    shown = list(rows)
+    people = assigned or {}
+    shown = [(row, who) for row in rows for who in (people.get(row.trace_id) or [""])]
     # A fresh key, not --seed: the order must not be computable by anyone who knows the seed.
     random.SystemRandom().shuffle(shown)
     if fmt == "jsonl":
         with path.open("wb") as fh:
-            for row in shown:
-                fh.write(orjson.dumps(_task_row(row)) + b"\n")
+            for row, who in shown:
+                fh.write(orjson.dumps(_task_row(row, who)) + b"\n")
     elif fmt == "csv":
         with path.open("w", encoding="utf-8", newline="") as fh:
             fields = [f for f in SampleRow.model_fields if f not in _SIDE_FIELDS]
             writer = csv.DictWriter(fh, fieldnames=[*fields, *_EMPTY_FIELDS])
             writer.writeheader()
-            for row in shown:
-                writer.writerow(_task_row(row))
+            for row, who in shown:
+                writer.writerow(_task_row(row, who))
     elif fmt == "labelstudio":
-        tasks = [{"data": row.model_dump(exclude=set(_SIDE_FIELDS))} for row in shown]
+        tasks = [{"data": row.model_dump(exclude=set(_SIDE_FIELDS))} for row, _ in shown]
         path.write_bytes(orjson.dumps(tasks, option=orjson.OPT_INDENT_2))
         config = path.with_name(f"{path.name}.labelstudio.xml")
         config.write_text(labelstudio_config(categories), encoding="utf-8")

@@ -18,6 +18,7 @@ from misstep.labels import (
     LabelRow,
     LabelStatus,
     StoredLabel,
+    check_annotator,
     read_task_design,
     sampling_weight,
     task_rows,
@@ -37,6 +38,12 @@ class QueueItem:
     """Its stratum (may name the judge's type: never served in blind mode)."""
     weight: float
     """Inverse inclusion probability in the sample it was drawn in."""
+    annotators: tuple[str, ...] = ()
+    """Who the task assigns it to (``misstep sample --annotators``); empty: anyone."""
+
+    def for_(self, annotator: str | None) -> bool:
+        """Whether ``annotator``'s queue holds it (a nameless request sees every item)."""
+        return not self.annotators or annotator is None or annotator in self.annotators
 
 
 def stratified_queue(
@@ -76,13 +83,14 @@ def stratified_queue(
 
 def task_queue(path: Path, known: Mapping[str, object]) -> list[QueueItem]:
     """The rows of a ``misstep sample`` task file (JSONL, CSV or Label Studio JSON), in its
-    order, with the weights and strata of its sidecar (``<task file name>.judge.jsonl``
+    order (a trace assigned to several people, one row each, is one item for them), with the
+    weights and strata of its sidecar (``<task file name>.judge.jsonl``
     beside it; a task written before the sidecar held them gives its own ``weight`` column;
     neither: weight 1). Every trace must be one of ``known`` (and of the sidecar when there
     is one), every weight finite and above 0; errors name the file, line and field."""
     side = task_sidecar(path)
     design = read_task_design(side) if side.is_file() else {}
-    out: list[QueueItem] = []
+    out: dict[str, QueueItem] = {}
     for line, row in task_rows(path):
         trace_id = row.get("trace_id")
         if not isinstance(trace_id, str) or trace_id not in known:
@@ -110,8 +118,21 @@ def task_queue(path: Path, known: Mapping[str, object]) -> list[QueueItem]:
             else sampling_weight(row.get("weight"), path=path, line=line)
         )
         stratum = found.stratum if found is not None and found.stratum else row.get("stratum")
-        out.append(QueueItem(trace_id, str(stratum or "task"), weight))
-    return out
+        who = row.get("annotator")
+        people: tuple[str, ...] = (
+            (check_annotator(str(who), f"{path}, line {line}: annotator"),) if who else ()
+        )
+        # A trace given to several people is one item of the queue, at its first row; a row
+        # without a name opens it to everyone.
+        before = out.get(trace_id)
+        if before is not None:
+            people = (
+                tuple(dict.fromkeys(before.annotators + people))
+                if before.annotators and people
+                else ()
+            )
+        out[trace_id] = QueueItem(trace_id, str(stratum or "task"), weight, people)
+    return list(out.values())
 
 
 def shuffled(items: Sequence[QueueItem], seed: int) -> list[QueueItem]:
