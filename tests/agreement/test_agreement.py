@@ -206,3 +206,17 @@ def test_a_note_says_why_kappa_and_alpha_differ() -> None:
         n_boot=20,
     )
     assert not [n for n in same.notes if "Krippendorff" in n]
+    # On 3 items with alike shares alpha's small-sample correction alone sets them apart: no
+    # word on shares. kappa: p_o 1/3, p_e 4/9 + 1/9 = 5/9, (1/3 - 5/9) / (4/9) = -0.5; alpha:
+    # 6 values (4 arithmetic, 2 other), 2 disagreeing items, 1 - 5 * 4 / (2 * 4 * 2) = -0.25.
+    few = agreement_report(
+        {
+            "A": {"t1": "arithmetic", "t2": "arithmetic", "t3": "other"},
+            "B": {"t1": "other", "t2": "arithmetic", "t3": "arithmetic"},
+        },
+        n_boot=20,
+    )
+    (tiny,) = few.pairs
+    assert tiny.cohen_kappa == pytest.approx(-0.5)
+    assert tiny.krippendorff_alpha == pytest.approx(-0.25)
+    assert not [n for n in few.notes if "Krippendorff" in n]

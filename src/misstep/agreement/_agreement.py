@@ -309,13 +309,20 @@ KAPPA_ALPHA_GAP = 0.1
 
 
 def _kappa_alpha_note(pair: PairAgreement, xa: list[str], xb: list[str]) -> str | None:
-    """Why a pair's Cohen's kappa and Krippendorff's alpha differ, when they do by
-    ``KAPPA_ALPHA_GAP`` or more: their chance agreements come from different shares."""
+    """Why a pair's Cohen's kappa and Krippendorff's alpha differ, when they are
+    ``KAPPA_ALPHA_GAP`` or more apart and their chance agreements (each rater's own shares
+    against the pooled ones) set them so: kappa against Scott's pi, which is alpha without its
+    small-sample correction (on a handful of items that correction alone moves alpha, and
+    says nothing of the shares)."""
     kappa, alpha = pair.cohen_kappa, pair.krippendorff_alpha
     if kappa is None or alpha is None or abs(kappa - alpha) < KAPPA_ALPHA_GAP:
         return None
     ca, cb = Counter(xa), Counter(xb)
     n = len(xa)
+    observed = sum(x == y for x, y in zip(xa, xb, strict=True)) / n
+    pooled = sum(((ca[c] + cb[c]) / (2 * n)) ** 2 for c in set(ca) | set(cb))
+    if pooled >= 1 or abs(kappa - (observed - pooled) / (1 - pooled)) < KAPPA_ALPHA_GAP:
+        return None
     widest = max(sorted(set(ca) | set(cb)), key=lambda c: abs(ca[c] - cb[c]))
     return (
         f"{pair.a} vs {pair.b}: Cohen's kappa {kappa:.3f} but Krippendorff's alpha "
