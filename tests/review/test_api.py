@@ -294,9 +294,13 @@ def test_queue_is_the_sample_misstep_sample_draws(fx: Fixture, tmp_path: Path) -
         ["sample", str(fx.traces), "--labels", str(fx.run_dir), "--out", str(out), "--n", "4"],
     )
     assert result.exit_code == 0, result.output
-    sampled = [orjson.loads(x) for x in out.read_bytes().splitlines()]
+    # The sidecar keeps the sample's order and weights (the task's rows are shuffled).
+    side = out.with_name(out.name + ".judge.jsonl")
+    sampled = [orjson.loads(x) for x in side.read_bytes().splitlines()]
     assert [q["trace_id"] for q in queue["items"]] == [s["trace_id"] for s in sampled]
     assert [q["weight"] for q in queue["items"]] == [s["weight"] for s in sampled]
+    task = [orjson.loads(x)["trace_id"] for x in out.read_bytes().splitlines()]
+    assert sorted(task) == sorted(s["trace_id"] for s in sampled)
 
 
 def test_two_annotators_post_a_hundred_labels_each(fx: Fixture) -> None:
