@@ -26,6 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from misstep.cli.app import app
+from misstep.labels import read_task_design
 
 runner = CliRunner()
 
@@ -471,8 +472,9 @@ def test_report_and_sample_use_the_same_run(budget_run: dict[str, Path]) -> None
     )
     assert result.exit_code == 0, result.output
     rows = [t["data"] for t in json.loads(task.read_text(encoding="utf-8"))]
-    assert len(rows) == 16
-    weights = {(r["checkpoint"], r["dataset"]): r["weight"] for r in rows}
+    assert len(rows) == 16 and not any("weight" in r for r in rows)  # blind: in the sidecar
+    side = read_task_design(budget_run["tmp"] / "task.json.judge.jsonl")
+    weights = {(r["checkpoint"], r["dataset"]): side[r["trace_id"]].weight for r in rows}
     assert weights == {
         ("c1", "d"): pytest.approx(3.0),
         ("c1", "e"): pytest.approx(1.0),

@@ -210,8 +210,18 @@ def test_sample_and_import_round_trip(tmp_path: Path) -> None:
     exp_path = tmp_path / "export.json"
     exp_path.write_text(json.dumps(export))
     labels = tmp_path / "human.jsonl"
+    # Label Studio's export has no weight (the task had none): without the sidecar, weight 1,
+    # and import-labels says so
     result = runner.invoke(app, ["import-labels", str(exp_path), "--out", str(labels)])
     assert result.exit_code == 0, result.output
+    assert "every weight 1" in result.stderr and "--sidecar" in result.stderr
+    assert {json.loads(x)["weight"] for x in labels.read_text().splitlines()} == {1.0}
+    side = tmp_path / "ls.json.judge.jsonl"
+    result = runner.invoke(
+        app, ["import-labels", str(exp_path), "--out", str(labels), "--sidecar", str(side)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"weights from {side}" in result.stderr.replace("\n", "")
     rows = [json.loads(line) for line in labels.read_text().splitlines()]
     assert len(rows) == 4 and {r["annotator"] for r in rows} == {"labelstudio:1"}
     # equal allocation over 2 checkpoints (6 and 4 traces): 2 each, weights 3 and 2

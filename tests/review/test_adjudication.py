@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,30 @@ def test_agree_summary_and_link_read_the_adjudication(fx: Fixture, tmp_path: Pat
     equivalent = _json(["summary", str(fx.traces), "--labels", str(other), "--format", "json"])
     assert summary_after == equivalent
     assert summary_after != summary_before
+
+
+def test_the_later_adjudication_is_shown_and_used_after_a_restart(fx: Fixture) -> None:
+    """Issue 34, item 6: zed decides arithmetic, amy decides misread later; amy's file is
+    read first (by name), yet her later decision is the one the page shows, live and after a
+    restart, and the one the consensus (so summary, link, report) uses."""
+    with serving(review_data(fx, adjudicate=True)) as server:
+        c = Client(server)
+        a, _, _ = _people(c, fx)
+        assert _adjudicate(c, _label(a, annotator="zed", error_type="arithmetic"))[0] == 200
+        time.sleep(0.01)  # created_at is to the millisecond
+        assert _adjudicate(c, _label(a, annotator="amy", error_type="misread"))[0] == 200
+        live = c.get("/api/disagreements")[2]["items"][0]["adjudicated"]
+        assert (live["annotator"], live["error_type"]) == ("amy", "misread")
+    with serving(review_data(fx, adjudicate=True)) as server:  # a restart
+        again = Client(server).get("/api/disagreements")[2]["items"][0]["adjudicated"]
+        assert (again["annotator"], again["error_type"]) == ("amy", "misread")
+    stored = [
+        x for p in sorted((fx.run_dir / "human").glob("*.jsonl")) for x in read_human_labels(p)
+    ]
+    assert [x.annotator for x in stored if x.role == "adjudicator"] == ["amy", "zed"]
+    assert human_consensus(stored).types[a] == "misread"
+    # link reads the run's people's labels through the same consensus
+    link = _json(["link", str(fx.traces), "--labels", str(fx.run_dir), "--format", "json"])
+    assert (link["agreement"]["n"], link["agreement"]["n_tied"]) == (2, 0)
+    # a: people's consensus misread (amy), the judge said arithmetic -> one disagreement of two
+    assert link["agreement"]["agreement"] == pytest.approx(0.5)

@@ -12,6 +12,7 @@ from misstep.agreement._agreement import (
     StepAgreement,
     agreement_report,
 )
+from misstep.agreement._assign import assign_annotators
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
 from misstep.agreement._compare import Raters, compare_raters, gather_raters
 from misstep.agreement._config import DEFAULT_ESTIMATOR, ESTIMATORS, AnalysisConfig, Estimator
@@ -114,6 +115,7 @@ __all__ = [
     "agreement_report",
     "allocate",
     "alpha_from_coincidences",
+    "assign_annotators",
     "cohen_kappa",
     "compare_raters",
     "confusion_counts",

@@ -88,7 +88,10 @@ def print_report(console: Console, report: AgreementReport, title: str = "") -> 
     if report.steps:
         steps = Table(title=data(f"{title}first error step"))
         for column in ("a", "b", "n", "exact", "95% CI", "acc. erroneous", "acc. error-free"):
-            steps.add_column(column, justify="left" if column in ("a", "b") else "right")
+            if column in ("a", "b"):
+                steps.add_column(column, overflow="fold")  # rater names are never cut
+            else:
+                steps.add_column(column, justify="right")
         steps.add_column("ProcessBench F1", justify="right")
         steps.add_column("95% CI ", justify="right")
         for s in report.steps:

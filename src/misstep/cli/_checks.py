@@ -18,6 +18,7 @@ __all__ = [
     "check_output_file",
     "check_reasoning_effort",
     "label_run",
+    "parse_annotators",
     "parse_ks",
     "parse_strata",
 ]
@@ -38,6 +39,19 @@ def parse_ks(text: str | None) -> list[int] | None:
     if not ks or ks[0] < 1:
         raise OptionError(option="--k", value=text, allowed="integers >= 1, e.g. 1,4,16")
     return ks
+
+
+def parse_annotators(text: str, option: str = "--annotators") -> list[str]:
+    """A comma-separated list of distinct annotator names, each a valid one (the name of a
+    file in ``RUN_DIR/human/``), in the order given."""
+    from misstep.labels import check_annotator
+
+    names = [check_annotator(x.strip(), option) for x in text.split(",") if x.strip()]
+    if not names or len(set(names)) != len(names):
+        raise OptionError(
+            option=option, value=text, allowed="distinct comma-separated names, e.g. alice,bob"
+        )
+    return names
 
 
 def parse_strata(stratify: str) -> list[str]:

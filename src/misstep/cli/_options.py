@@ -21,6 +21,7 @@ from misstep.cli._checks import (
     check_output_file,
     check_reasoning_effort,
     label_run,
+    parse_annotators,
     parse_ks,
     parse_strata,
 )
@@ -77,6 +78,7 @@ __all__ = [
     "check_reasoning_effort",
     "input_format_value",
     "label_run",
+    "parse_annotators",
     "parse_ks",
     "parse_strata",
     "reads_traces",

@@ -151,23 +151,43 @@ def import_labels(
         Path, typer.Option("--out", "-o", metavar="PATH", help="Human-labels JSONL to write.")
     ],
     taxonomy: TaxonomyOpt = None,
+    sidecar: Annotated[
+        Path | None,
+        typer.Option(
+            "--sidecar",
+            metavar="FILE",
+            help="The task's sidecar (`<task file>.judge.jsonl`, written by `misstep sample`): "
+            "the sample's weights. Default: the one beside the input, if any.",
+        ),
+    ] = None,
 ) -> None:
     """Convert people's answers to the human-labels JSONL (trace_id, annotator, ...)."""
     check_input(source, "input")
+    if sidecar is not None:
+        check_input(sidecar, "--sidecar")
     check_output_file(out, "--out")
-    from misstep.labels import read_human_labels, write_human_labels
+    from misstep.labels import read_human_labels, task_sidecar, write_human_labels
     from misstep.taxonomy import load_taxonomy
 
     tax = load_taxonomy(taxonomy)
-    rows = read_human_labels(source, keys=tax.keys)
+    rows = read_human_labels(source, keys=tax.keys, sidecar=sidecar)
     if not rows:
         raise AnalysisError(f"{source}: no filled-in label", hint="fill in the task first")
     with writing(out):
         write_human_labels(out, rows)
     annotators = sorted({r.annotator for r in rows})
+    side = sidecar or task_sidecar(source)
+    weights = (
+        f"weights from {side}"
+        if side.is_file()
+        else "weights from the input"
+        if any("weight" in r.model_fields_set for r in rows)
+        else f"no sidecar ({side.name} beside the input): every weight 1 (right for labels "
+        "not drawn by `misstep sample`; for a task, pass --sidecar TASK.judge.jsonl)"
+    )
     err_console.print(
         f"wrote {len(rows)} label(s) by {len(annotators)} annotator(s) "
-        f"({', '.join(annotators)}) to {out}",
+        f"({', '.join(annotators)}) to {out}; {weights}",
         soft_wrap=True,
         markup=False,
     )

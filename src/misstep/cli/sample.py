@@ -24,6 +24,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
     check_output_file,
+    parse_annotators,
     parse_strata,
     reads_traces,
 )
@@ -70,6 +71,27 @@ HalfwidthOpt = Annotated[
 ]
 
 
+AnnotatorsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--annotators",
+        metavar="NAMES",
+        help="Comma-separated people to spread the task over: each trace goes to one of them "
+        "(and a share --overlap to two), one row per person with `annotator` filled in "
+        "(jsonl and csv).",
+    ),
+]
+OverlapOpt = Annotated[
+    float,
+    typer.Option(
+        "--overlap",
+        metavar="R",
+        help="With --annotators: the share of traces given to two people, for agree's "
+        "inter-annotator agreement (0 to 1).",
+    ),
+]
+
+
 @handles_errors
 @reads_traces
 def sample(
@@ -102,17 +124,34 @@ def sample(
     plan_file: PlanOpt = None,
     halfwidth: HalfwidthOpt = None,
     human: HumanOpt = None,
+    annotators: AnnotatorsOpt = None,
+    overlap: OverlapOpt = 0.0,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
     fields = parse_strata(stratify)
+    people = parse_annotators(annotators) if annotators is not None else None
+    if people is None and overlap:
+        raise OptionError(
+            option="--overlap", value=overlap, allowed="with --annotators", hint="name the people"
+        )
     # The format follows --out's suffix unless --format names one.
     fmt = output or {".csv": TaskFormat.csv, ".json": TaskFormat.labelstudio}.get(
         out.suffix.lower(), TaskFormat.jsonl
     )
     source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input).checked()
     check_output_file(out, "--out")
-    from misstep.agreement import stratified_sample, write_task
+    from misstep.agreement import assign_annotators, stratified_sample, write_task
     from misstep.cli._analysis import analysis_config
+
+    if people is not None:
+        assign_annotators([], people, overlap=overlap)  # the checks, before any reading
+        if fmt is TaskFormat.labelstudio:
+            raise OptionError(
+                option="--annotators",
+                value=annotators,
+                allowed="with --format jsonl or csv",
+                hint="Label Studio spreads tasks over its own users (project settings, overlap)",
+            )
     from misstep.cli._load import load_input
     from misstep.rollouts import read_traces
 
@@ -139,18 +178,35 @@ def sample(
             f"no trace of {traces} has an ok label in {source.labels}: nothing to sample",
             hint="run `misstep label` first, on the same traces file",
         )
+    assigned = (
+        assign_annotators([r.trace_id for r in rows], people, overlap=overlap)
+        if people is not None
+        else None
+    )
     with writing(out):
-        written = write_task(rows, out, fmt=fmt.value, categories=labelled.categories)
+        written = write_task(
+            rows, out, fmt=fmt.value, categories=labelled.categories, assigned=assigned
+        )
     strata = sorted({r.stratum for r in rows})
     err_console.print(
         f"sampled {len(rows)} trace(s) from {len(strata)} strata ({', '.join(fields) or 'none'}), "
-        f"{allocation.value} allocation, seed {seed}; judge labels kept out of the task "
-        f"(blind) in {written[-1]}",
+        f"{allocation.value if take is None else 'planned'} allocation, seed {seed}; rows in "
+        f"a random order; the judge's labels, weights and strata kept out of the task (blind) "
+        f"in its sidecar {written[-1]}, which import-labels and review --task read",
         soft_wrap=True,
         markup=False,
     )
     for path in written[:-1]:
         err_console.print(f"wrote {path}", soft_wrap=True, markup=False)
+    if assigned is not None:
+        load = {p: sum(p in who for who in assigned.values()) for p in people or []}
+        doubled = sum(len(who) > 1 for who in assigned.values())
+        err_console.print(
+            f"assigned {len(rows)} trace(s), {doubled} of them to two people: "
+            + ", ".join(f"{p} {n}" for p, n in load.items()),
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 def _planned(

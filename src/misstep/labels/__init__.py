@@ -3,7 +3,20 @@ trace), the run manifest, and people's labels; the label run directory that hold
 (``RunDir``: every file's name and path)."""
 
 from misstep.labels._budget import label_sample
-from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
+from misstep.labels._consensus import (
+    HumanConsensus,
+    current_labels,
+    human_consensus,
+    majority_labels,
+)
+from misstep.labels._design import (
+    TASK_DESIGN_VERSION,
+    TaskDesign,
+    read_task_design,
+    sampling_weight,
+    task_rows,
+    task_sidecar,
+)
 from misstep.labels._human import (
     ADJUDICATOR,
     CANT_TELL,
@@ -14,6 +27,7 @@ from misstep.labels._human import (
     human_label_from_row,
     read_human_labels,
 )
+from misstep.labels._latest import label_time, supersedes
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import (
     InputFile,
@@ -86,6 +100,7 @@ __all__ = [
     "REQUESTS_PARQUET",
     "REQUEST_TRIES_FILE",
     "SELECTIONS_FILE",
+    "TASK_DESIGN_VERSION",
     "Action",
     "Current",
     "HumanConsensus",
@@ -104,11 +119,13 @@ __all__ = [
     "RunManifest",
     "RunOptions",
     "StoredLabel",
+    "TaskDesign",
     "Todo",
     "Verdict",
     "add_to_history",
     "check_annotator",
     "check_labels_input",
+    "current_labels",
     "evidence_in_text",
     "find_label_run",
     "gather_human_files",
@@ -117,6 +134,7 @@ __all__ = [
     "human_label_line",
     "iter_label_lines",
     "label_sample",
+    "label_time",
     "labels_path",
     "majority_labels",
     "make_manifest",
@@ -126,11 +144,16 @@ __all__ = [
     "read_manifest",
     "read_reveals",
     "read_status_index",
+    "read_task_design",
     "record_of",
     "repair_tail",
     "run_dir_lock",
     "run_taxonomy",
+    "sampling_weight",
     "skipped_record",
+    "supersedes",
+    "task_rows",
+    "task_sidecar",
     "utc_now",
     "write_human_labels",
     "write_manifest",

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from misstep.errors import InputFormatError, InvalidRecordError
+from misstep.labels._design import read_task_design, sampling_weight, task_sidecar
+from misstep.labels._latest import label_time
 from misstep.rollouts import RowError, iter_json_lines, open_binary
 
 __all__ = [
@@ -84,9 +85,10 @@ class HumanLabel(BaseModel):
     None: not recorded."""
     judge: str | None = None
     """Id of the judge configuration whose label the trace had, shown or not (review app)."""
-    weight: float = 1.0
-    """Sampling weight: the inverse inclusion probability of the trace in the sample it was
-    drawn in (``misstep sample``'s task, the review queue's stratified draw); 1 outside one."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Sampling weight (finite, above 0): the inverse inclusion probability of the trace in
+    the sample it was drawn in (``misstep sample``'s task, the review queue's stratified draw);
+    1 outside one."""
     role: Literal["annotator", "adjudicator"] = "annotator"
     """``annotator``: one person's own reading; ``adjudicator``: the decision that settles
     the annotators' disagreement on the trace (``misstep review --adjudicate``), which
@@ -95,16 +97,37 @@ class HumanLabel(BaseModel):
     """Where the label comes from, or how ``error_type`` was mapped from the source's labels
     (``misstep review`` for the review app's)."""
     created_at: str | None = None
-    """When it was given, UTC ISO 8601 (review app)."""
+    """When it was given, ISO 8601 (the review app writes UTC to the millisecond; without an
+    offset it is read as UTC). Of two labels of a trace the later one wins
+    (``labels/_latest.py``: a label without it is earlier than every label with one)."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                label_time(value)
+            except ValueError:
+                raise ValueError(
+                    "not an ISO 8601 time (e.g. 2025-01-31T12:00:00.000+00:00)"
+                ) from None
+        return value
 
 
 _REQUIRED = ("trace_id", "annotator")
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
-def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) -> list[HumanLabel]:
+def read_human_labels(
+    path: str | Path, *, keys: Collection[str] | None = None, sidecar: str | Path | None = None
+) -> list[HumanLabel]:
     """All people's labels of a file: JSONL (``.gz`` or not), CSV, or a Label Studio JSON
     export (``.json``).
+
+    The weights of a ``misstep sample`` task come from its sidecar (``labels/_design.py``):
+    ``sidecar``, else ``<file name>.judge.jsonl`` beside the file when there is one; a label
+    of a trace the sidecar does not hold is an error there. Without one, a row's own
+    ``weight`` (tasks written before the sidecar held it), else 1.
 
     Fields: ``trace_id`` and ``annotator`` (required), ``error_type`` (empty is None;
     ``no_error`` means has_error False), ``first_error_step``, ``has_error`` (true/false,
@@ -126,11 +149,27 @@ def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) 
         rows = iter(_csv_rows(p))
     else:
         rows = _jsonl_rows(p)
+    side = Path(sidecar) if sidecar is not None else task_sidecar(p)
+    design = read_task_design(side) if sidecar is not None or side.is_file() else None
     labels: list[HumanLabel] = []
     for line, row in rows:
         label = _labelled_row(p, line, row, allowed)
-        if label is not None:
-            labels.append(label)
+        if label is None:
+            continue
+        if design is not None:
+            found = design.get(label.trace_id)
+            if found is None:
+                raise InvalidRecordError(
+                    path=p,
+                    line=line,
+                    field="trace_id",
+                    value=label.trace_id,
+                    reason=f"not a trace of the task's sidecar {side}",
+                    hint="pass the sidecar of the task these labels answer (--sidecar)",
+                )
+            if found.weight is not None:
+                label = label.model_copy(update={"weight": found.weight})
+        labels.append(label)
     return labels
 
 
@@ -232,8 +271,9 @@ def _labelstudio_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row: dict[str, Any] = {
                 "trace_id": data["trace_id"],
                 "annotator": None if who is None else f"labelstudio:{who}",
-                "weight": data.get("weight", 1.0),
             }
+            if "weight" in data:  # tasks written before the weights moved to the sidecar
+                row["weight"] = data["weight"]
             for result in annotation.get("result", []) or []:
                 value = result.get("value", {})
                 if result.get("from_name") == "error_type" and value.get("choices"):
@@ -289,8 +329,8 @@ def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> Hu
     # ProcessBench keeps its label as a number (the step index): keep it as text.
     if isinstance(raw_label, int | float) and not isinstance(raw_label, bool):
         fixed["raw_label"] = str(raw_label)
-    if fixed.get("weight", 1.0) is None:
-        del fixed["weight"]
+    if "weight" in fixed:
+        fixed["weight"] = sampling_weight(fixed["weight"], path=path, line=line)
     try:
         label = HumanLabel.model_validate(fixed)
     except ValidationError as exc:
@@ -303,14 +343,6 @@ def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> Hu
             value=row.get(field) if field else None,
             reason=str(err["msg"]),
         ) from None
-    if not (math.isfinite(label.weight) and label.weight > 0):
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field="weight",
-            value=row.get("weight"),
-            reason="must be a positive finite number",
-        )
     if label.first_error_step is not None and label.first_error_step < 0:
         raise InvalidRecordError(
             path=path,

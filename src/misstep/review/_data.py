@@ -880,20 +880,22 @@ class ReviewData:
     def queue_page(self, annotator: str | None, *, todo: bool = False) -> dict[str, Any]:
         """The queue as list items with the annotator's progress: ``total``, ``done`` (of
         them labelled by ``annotator``) and the items (with ``todo`` only those not yet
-        labelled by them). Strata and weights are left out in blind mode: a stratum names the
-        judge's type, and its weight tells its size."""
+        labelled by them; with a task that assigns traces, only ``annotator``'s). Strata and
+        weights are left out in blind mode: a stratum names the judge's type, and its weight
+        tells its size."""
         done_by = self.human.done.get(annotator or "", set())
         revealed = self._revealed(annotator)
+        mine = [q for q in self.queue if q.for_(annotator)]  # a task's assignments
         items = []
-        for q in self.queue:
+        for q in mine:
             if todo and q.trace_id in done_by:
                 continue
             item = self._item(self.row_of[q.trace_id], annotator, revealed)
             if not self.blind:
                 item.update(stratum=q.stratum, weight=q.weight)
             items.append(item)
-        done = sum(1 for q in self.queue if q.trace_id in done_by)
-        return {"total": len(self.queue), "done": done, "items": items}
+        done = sum(1 for q in mine if q.trace_id in done_by)
+        return {"total": len(mine), "done": done, "items": items}
 
     def queue_ids(self) -> list[str]:
         """The queue's trace ids, in its order."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels
+from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels, supersedes
 
 __all__ = ["HumanState"]
 
@@ -24,8 +24,9 @@ def answer(record: Mapping[str, Any]) -> str:
 
 @dataclass
 class HumanState:
-    """Each person's current label per trace (the last one wins) and the adjudications, for
-    the pages."""
+    """Each person's current label per trace, each trace's adjudication (the later label
+    wins, by ``misstep.labels.supersedes``: the rule ``human_consensus`` uses, so the page
+    shows what every statistic uses, before and after a restart), for the pages."""
 
     current: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(annotator, trace_id) -> the annotator's current label (role annotator)."""
@@ -34,7 +35,10 @@ class HumanState:
     by_trace: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """trace_id -> annotator -> current label."""
     adjudicated: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """trace_id -> the last adjudication of it."""
+    """trace_id -> its current adjudication (the later one)."""
+    _labels: dict[tuple[str, str, str], HumanLabel] = field(default_factory=dict, repr=False)
+    """(role, annotator, trace_id) -> the current label itself (annotator "" for an
+    adjudication: any adjudicator's decision replaces an earlier one)."""
 
     @classmethod
     def load(cls, run_dir: Path) -> HumanState:
@@ -46,8 +50,13 @@ class HumanState:
         return state
 
     def add(self, label: HumanLabel) -> None:
-        """Take in one stored label."""
+        """Take in one stored label (read or written after every label taken in before)."""
         annotator, trace_id = label.annotator, label.trace_id
+        slot = (label.role, "" if label.role == ADJUDICATOR else annotator, trace_id)
+        old = self._labels.get(slot)
+        if old is not None and not supersedes(label, old):
+            return
+        self._labels[slot] = label
         kept: dict[str, Any] = {k: getattr(label, k) for k in _SHOWN}
         kept["annotator"] = annotator
         if label.role == ADJUDICATOR:
