@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from misstep.pipelines import LabelProgress, LabelRunSummary
     from misstep.taxonomy import Taxonomy
 
-_STATUSES = ("ok", "skipped", "unparseable", "truncated", "failed")
+_STATUSES = ("ok", "abstained", "skipped", "unparseable", "truncated", "failed")
 
 
 def _count_lines(path: Path, limit: int | None) -> int | None:
@@ -99,7 +99,9 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         )
     console.print(table)
     if summary.error_types_by_checkpoint:
-        by_ck = Table(title="error types per checkpoint (current ok labels)")
+        by_ck = Table(
+            title="error types per checkpoint (current labels; not typed: the judge abstained)"
+        )
         by_ck.add_column("checkpoint", overflow="fold")  # names and values are never cut
         keys = list(taxonomy.keys)
         extra = sorted(
@@ -107,9 +109,15 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         )
         for key in keys + extra:
             by_ck.add_column(key, justify="right", overflow="fold")
+        # the judge's "cannot tell" beside the types, never as one
+        by_ck.add_column("not typed", justify="right")
         # Already in checkpoint order (metrics.order_checkpoints), as every command lists them.
         for checkpoint, counts in summary.error_types_by_checkpoint.items():
-            by_ck.add_row(data(checkpoint), *(str(counts.get(k, 0)) for k in keys + extra))
+            by_ck.add_row(
+                data(checkpoint),
+                *(str(counts.get(k, 0)) for k in keys + extra),
+                str(summary.abstained_by_checkpoint.get(checkpoint, 0)),
+            )
         console.print(by_ck)
     console.print(
         f"{summary.traces} traces read, {summary.written} records written, "
