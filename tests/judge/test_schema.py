@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from misstep.errors import TaxonomyError
 from misstep.judge import EVIDENCE_MAX_CHARS, LABEL_FIELDS, label_json_schema, label_model
 from misstep.labels import StoredLabel
-from misstep.errors import TaxonomyError
 from misstep.taxonomy import load_taxonomy
 
 # the order the judge writes them in: the step, the quote and the reasoning before the category
