@@ -99,9 +99,7 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         )
     console.print(table)
     if summary.error_types_by_checkpoint:
-        by_ck = Table(
-            title="error types per checkpoint (current labels; not typed: the judge abstained)"
-        )
+        by_ck = Table(title="error types per checkpoint (current ok labels)")
         by_ck.add_column("checkpoint", overflow="fold")  # names and values are never cut
         keys = list(taxonomy.keys)
         extra = sorted(
@@ -109,16 +107,18 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         )
         for key in keys + extra:
             by_ck.add_column(key, justify="right", overflow="fold")
-        # the judge's "cannot tell" beside the types, never as one
-        by_ck.add_column("not typed", justify="right")
         # Already in checkpoint order (metrics.order_checkpoints), as every command lists them.
         for checkpoint, counts in summary.error_types_by_checkpoint.items():
-            by_ck.add_row(
-                data(checkpoint),
-                *(str(counts.get(k, 0)) for k in keys + extra),
-                str(summary.abstained_by_checkpoint.get(checkpoint, 0)),
-            )
+            by_ck.add_row(data(checkpoint), *(str(counts.get(k, 0)) for k in keys + extra))
         console.print(by_ck)
+        untyped = summary.abstained_by_checkpoint
+        if any(untyped.values()):
+            # the judge's "cannot tell" beside the types, never as one
+            console.print(
+                "not typed (the judge abstained: it cannot tell), per checkpoint: "
+                + ", ".join(f"{data(ck)} {n}" for ck, n in untyped.items()),
+                soft_wrap=True,
+            )
     console.print(
         f"{summary.traces} traces read, {summary.written} records written, "
         f"{summary.resumed} already labelled, {summary.rejected} rejected, "
