@@ -67,6 +67,7 @@ PUBLIC = {
     ],
     "misstep.taxonomy": [
         "BUILTIN_TAXONOMY",
+        "CANT_TELL",
         "Category",
         "Taxonomy",
         "load_taxonomy",

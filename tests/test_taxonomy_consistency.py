@@ -10,7 +10,7 @@ import pytest
 from misstep.judge import label_json_schema, label_model
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
-from misstep.taxonomy import Taxonomy, load_taxonomy
+from misstep.taxonomy import CANT_TELL, Taxonomy, load_taxonomy
 
 CUSTOM = """\
 id: custom-test
@@ -41,7 +41,10 @@ def prompt_categories(taxonomy: Taxonomy) -> list[str]:
 def check_agree(taxonomy: Taxonomy) -> None:
     enum = label_json_schema(taxonomy)["properties"]["error_type"]["enum"]
     model = label_model(taxonomy)
-    assert enum == prompt_categories(taxonomy) == taxonomy.keys == taxonomy.choices
+    # the schema's enum and the prompt's list: the keys, then "cannot tell" (never a key)
+    assert enum == [*prompt_categories(taxonomy), CANT_TELL] == taxonomy.reply_choices
+    assert prompt_categories(taxonomy) == taxonomy.keys == taxonomy.choices
+    assert CANT_TELL not in taxonomy.keys
     for key in taxonomy.keys:
         model.model_validate(
             {

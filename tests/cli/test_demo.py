@@ -22,13 +22,20 @@ def test_demo_runs_the_whole_chain_and_finds_the_planted_cause(tmp_path: Path) -
     n_traces = (out / "traces.jsonl").read_text(encoding="utf-8").count("\n")
     labels = read_labels(out / "labels")
     assert len(labels) == n_traces
-    # The synthetic run plants consistent arithmetic slips from SYNTHETIC_PLANTED_STEP on:
-    # the top finding must name that checkpoint and type.
+    # The synthetic run plants consistent arithmetic slips from SYNTHETIC_PLANTED_STEP on. The
+    # rules judge types only those (the rest it cannot tell: abstained, no type), so they show
+    # as more of the wrong traces typed from that checkpoint on, never as a type of a shift.
     link = json.loads((out / "link.json").read_text(encoding="utf-8"))
-    top = link["findings"][0]
-    assert top["checkpoint"] == f"global_step_{SYNTHETIC_PLANTED_STEP}"
-    assert top["error_type"] == SYNTHETIC_PLANTED_ERROR_TYPE
-    assert top["p_value"] < 0.05
+    by_ck = {c["checkpoint"]: c for c in link["checkpoints"]}
+    planted = by_ck[f"global_step_{SYNTHETIC_PLANTED_STEP}"]
+    before = by_ck[f"global_step_{SYNTHETIC_PLANTED_STEP - 100}"]
+    assert planted["labelled_share"] > 2 * before["labelled_share"]
+    assert planted["n_abstained"] < before["n_abstained"]
+    assert all(c["error_dist"][SYNTHETIC_PLANTED_ERROR_TYPE] == 1.0 for c in by_ck.values())
+    # no rules-judge record says `other`, no error_dist counts what the judge could not type
+    assert not any(lab.error_type == "other" for lab in labels.values())
+    assert sum(c["n_abstained"] for c in by_ck.values()) == 1825
+    assert all("other" not in (f.get("error_type") or "") for f in link["findings"])
     assert "Findings" in result.output
     assert "report" in result.output
 

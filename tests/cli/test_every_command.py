@@ -41,8 +41,9 @@ RUNS = ["demo", "demo-one", *(f"{n}{s}" for n in SHARED_RUNS for s in ("", "-one
 # (command, run or "*") -> a fragment of the documented refusal's message.
 REFUSALS = {
     ("agree", "*"): "needs at least two raters",
-    # A rules-judge run writes one explanation for every `other` label: nothing to cluster.
-    ("discover", "*"): "too few to cluster",
+    # A rules-judge run types only `arithmetic` (the rest abstains, no type): no `other`
+    # label's explanation to cluster.
+    ("discover", "*"): "needs at least 20 texts to cluster",
 }
 
 # JSON key -> the header words that show it ("" where the key is shown inside another

@@ -54,7 +54,7 @@ def test_config_rejects(bad: dict[str, object]) -> None:
 
 
 def test_judge_id_rules_form() -> None:
-    assert judge_id(JudgeConfig(), "3f2a9c0011aa", "81bc22ddee00") == "rules:tx3f2a9c:pr81bc"
+    assert judge_id(JudgeConfig(), "3f2a9c0011aa", "81bc22ddee00") == "rules:v2:tx3f2a9c:pr81bc"
 
 
 def test_judge_id_model_form_and_what_it_covers() -> None:

@@ -44,6 +44,9 @@ def _label(step: int = 0, error_type: str = KEY) -> str:
         ('{"first_error_step": 0,', "stop", 2, LabelStatus.UNPARSEABLE, "reply"),
         (_label(0, "no-such-type"), "stop", 2, LabelStatus.UNPARSEABLE, "error_type"),
         ("", "stop", 2, LabelStatus.UNPARSEABLE, None),
+        # "cannot tell": a status with no type and no step, whatever step it wrote
+        (_label(0, "cant_tell"), "stop", 2, LabelStatus.ABSTAINED, "cannot tell: y"),
+        (_label(0, "cant_tell"), "length", 2, LabelStatus.TRUNCATED, "max_tokens"),
     ],
 )
 def test_parse_reply(
@@ -77,6 +80,7 @@ BROKEN = ("first", 7, 0.0, "unparseable")
         ([CUT, ("cut-retry", 1_000_010, 0.3, "truncated")], LabelStatus.TRUNCATED, 0.0, None),
         ([BROKEN], LabelStatus.UNPARSEABLE, 0.0, ("reask", 7, 0.0)),  # same seed and T
         ([BROKEN, ("reask", 7, 0.0, "unparseable")], LabelStatus.UNPARSEABLE, 0.0, None),
+        ([("first", 7, 0.0, "abstained")], LabelStatus.ABSTAINED, 0.0, None),  # an answer
         # a cut after a re-ask still has its one cut retry, and the other way round
         ([BROKEN, ("reask", 7, 0.0, "truncated")], LabelStatus.TRUNCATED, 0.0,
          ("cut-retry", 1_000_010, 0.3)),

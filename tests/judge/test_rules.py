@@ -217,8 +217,7 @@ def test_injected_instructions_do_not_change_the_label(tmp_path: Path) -> None:
         "2 + 2 = 4",
     ]
     result = RulesJudge(JudgeConfig(), load_taxonomy()).label_steps(steps)
-    assert result.label is not None
-    assert result.label.error_type == "other"  # type: ignore[attr-defined]
+    assert result.status is LabelStatus.ABSTAINED and result.label is None
     assert not marker.exists()
 
 
@@ -239,12 +238,12 @@ def test_explanation_names_the_correct_value() -> None:
     }
 
 
-def test_no_error_found_gives_other_with_zero_confidence() -> None:
+def test_nothing_checkable_abstains_with_no_type_and_no_step() -> None:
     result = RulesJudge(JudgeConfig(), load_taxonomy()).label_steps(["2 + 2 = 4", "so x = 4"])
-    assert result.label is not None
-    dump = result.label.model_dump()
-    assert dump["error_type"] == "other" and dump["confidence"] == 0.0
-    assert dump["explanation"] == (
+    # "cannot tell" is a status: no label (no type, no step 0), the reason says why
+    assert result.status is LabelStatus.ABSTAINED
+    assert result.label is None
+    assert result.reason == (
         "rules judge: no checkable arithmetic error found; cannot detect misreads, theorem misuse "
         "or broken derivations"
     )
@@ -269,7 +268,7 @@ def test_async_judge_uses_request_steps() -> None:
     asyncio.run(judge.aclose())
     assert result.label is not None
     assert result.label.model_dump()["first_error_step"] == 1
-    assert judge.judge_id.startswith("rules:tx")
+    assert judge.judge_id.startswith("rules:v2:tx")
 
 
 def test_taxonomy_without_arithmetic_is_refused(tmp_path: Path) -> None:
@@ -277,27 +276,22 @@ def test_taxonomy_without_arithmetic_is_refused(tmp_path: Path) -> None:
     path.write_text("id: t\nversion: 1\ncategories:\n  - {key: other, definition: d}\n", "utf-8")
     with pytest.raises(OptionError, match="'arithmetic' category"):
         RulesJudge(JudgeConfig(), load_taxonomy(path))
+
+
+def test_a_taxonomy_without_other_is_enough_now_that_it_abstains(tmp_path: Path) -> None:
+    # version 1 needed an 'other' (or 'undetermined') key for "nothing checkable"
+    path = tmp_path / "t.yaml"
     path.write_text(
         "id: t\nversion: 1\ncategories:\n  - {key: arithmetic, definition: d}\n", "utf-8"
     )
-    with pytest.raises(OptionError, match="'other'"):
-        RulesJudge(JudgeConfig(), load_taxonomy(path))
-
-
-def test_undetermined_key_is_used_when_there_is_no_other(tmp_path: Path) -> None:
-    path = tmp_path / "t.yaml"
-    path.write_text(
-        "id: t\nversion: 1\ncategories:\n  - {key: arithmetic, definition: d}\n"
-        "  - {key: undetermined, definition: d}\n",
-        "utf-8",
-    )
-    result = RulesJudge(JudgeConfig(), load_taxonomy(path)).label_steps(["no maths"])
-    assert result.label is not None
-    assert result.label.model_dump()["error_type"] == "undetermined"
+    judge = RulesJudge(JudgeConfig(), load_taxonomy(path))
+    assert judge.label_steps(["no maths"]).status is LabelStatus.ABSTAINED
+    found = judge.label_steps(["7 * 8 = 54"])  # 56
+    assert found.label is not None and found.label.model_dump()["error_type"] == "arithmetic"
 
 
 def test_capabilities_say_what_it_cannot_do() -> None:
-    for phrase in ("arithmetic", "cannot detect", "misread", "confidence 0", "6/2(1+2): 1 or 9"):
+    for phrase in ("arithmetic", "cannot detect", "misread", "abstains", "6/2(1+2): 1 or 9"):
         assert phrase in RULES_JUDGE_CAPABILITIES
 
 
@@ -460,7 +454,7 @@ def test_wrong_unit_mixing_is_flagged_with_the_units(text: str, correct: str) ->
 
 def test_the_rules_judge_asks_no_model_and_its_id_says_so() -> None:
     judge = RulesJudge(JudgeConfig(), load_taxonomy())
-    assert judge.judge_id.startswith("rules:tx") and judge.spec is not None
+    assert judge.judge_id.startswith("rules:v2:tx") and judge.spec is not None
     assert judge.spec.judge_id == judge.judge_id
     # a model named for it would give it an id of a model judge ("llm:m:...")
     with pytest.raises(OptionError, match="model='m'"):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from misstep.errors import TaxonomyError
 from misstep.judge import EVIDENCE_MAX_CHARS, LABEL_FIELDS, label_json_schema, label_model
 from misstep.labels import StoredLabel
 from misstep.taxonomy import load_taxonomy
@@ -87,7 +88,9 @@ def test_json_schema_is_flat_strict_and_complete() -> None:
     assert schema["additionalProperties"] is False
     assert list(schema["properties"]) == FIELDS
     assert schema["required"] == FIELDS
-    assert schema["properties"]["error_type"]["enum"] == tax.keys
+    # the keys, then the one choice that is not a type: "cannot tell"
+    assert schema["properties"]["error_type"]["enum"] == [*tax.keys, "cant_tell"]
+    assert "cant_tell" not in tax.keys
     assert schema["properties"]["error_type"]["type"] == "string"
     assert schema["properties"]["first_error_step"] == {
         "description": schema["properties"]["first_error_step"]["description"],
@@ -99,6 +102,18 @@ def test_json_schema_is_flat_strict_and_complete() -> None:
         assert schema["properties"][name]["description"]
     text = json.dumps(schema)
     assert "$ref" not in text and "$defs" not in text and "anyOf" not in text
+
+
+def test_a_taxonomy_cannot_use_the_abstention_choice_as_a_key(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        "id: t\nversion: 1\ncategories:\n  - {key: slip, definition: d}\n"
+        "  - {key: cant_tell, definition: d}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(TaxonomyError, match="reserved") as info:
+        load_taxonomy(path)
+    assert info.value.field == "categories[1].key"
 
 
 def test_json_schema_is_a_fresh_copy() -> None:

@@ -38,7 +38,7 @@ def test_the_reask_names_the_whole_problem_from_the_stored_record() -> None:
         tries=[Try("first", SEED, 0.0, "unparseable")],
     )
     record = _record(result)
-    assert record.version == LABEL_RECORD_VERSION == 2
+    assert record.version == LABEL_RECORD_VERSION == 3
     assert record.problem == PROBLEM
     stored = StoredLabel.model_validate_json(record.model_dump_json()).model_dump(mode="json")
     attempt = next_attempt(CONFIG, "t0", stored, RetryPolicy())

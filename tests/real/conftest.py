@@ -137,7 +137,9 @@ def assert_issue20_bar(run: Path, what: str) -> None:
     print(f"{what}: {dict(counts)}")
     assert sum(counts.values()) == 12, counts  # nothing lost: one record per trace
     assert counts["unparseable"] == 0, counts
-    assert counts["ok"] >= 11, counts
+    # an answer is a type (ok) or "cannot tell" (abstained, the schema's cant_tell): both
+    # prove the grammar and the exchange; the tiny model's choice between them is no quality
+    assert counts["ok"] + counts["abstained"] >= 11, counts
 
 
 def run_misstep(*args: str, env: dict[str, str] | None = None, python: Path | None = None) -> str:

@@ -1,9 +1,10 @@
 """Every judge path against real vLLM 0.32 (CPU) serving SmolLM2-135M-Instruct.
 
 The input is ProcessBench's first 12 traces (all wrong, all with a final answer). Issue 20's bar:
-each path leaves at least 11 ``ok`` labels and no ``unparseable`` one, and labels of the same
-request carry the same judge id whichever path made them. The model is tiny: these tests prove
-the plumbing (requests, grammar, statuses, resumption), not the labels' quality.
+each path leaves at least 11 answers (``ok`` or ``abstained``) and no ``unparseable`` one, and
+labels of the same request carry the same judge id whichever path made them. The model is tiny:
+these tests prove the plumbing (requests, grammar, statuses, resumption), not the labels'
+quality.
 """
 
 from __future__ import annotations

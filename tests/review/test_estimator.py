@@ -31,14 +31,19 @@ def test_review_shows_summarys_corrected_shares(tmp_path: Path) -> None:
     run_labeling(traces, run_dir, JudgeConfig(backend="rules"), taxonomy=load_taxonomy())
     run = load_graded(traces)
     labels = read_labels(run_dir)
-    ok = [t for t in run.table["trace_id"].astype(str) if labels.get(t) and labels[t].error_type]
+    # the judge's answers: typed, and not typed (abstained: people type them all the same)
+    ok = [
+        t
+        for t in run.table["trace_id"].astype(str)
+        if labels.get(t) and str(labels[t].status) in ("ok", "abstained")
+    ]
     by_ck = run.table.set_index("trace_id")["checkpoint"].astype(str)
     human: list[HumanLabel] = []
     for ck in sorted(set(by_ck[ok])):
         mine = [t for t in ok if by_ck[t] == ck][:14]
         assert len(mine) == 14  # enough for ppi (10 per checkpoint)
         for i, t in enumerate(mine):
-            judged = str(labels[t].error_type)
+            judged = str(labels[t].error_type or "other")
             # people disagree with the judge on every third trace: a correction to make
             other = "misread" if judged != "misread" else "arithmetic"
             human.append(

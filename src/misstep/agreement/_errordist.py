@@ -7,7 +7,9 @@ estimates (``judge_estimate``, ``corrected_estimate``: shares, covariance, repli
 ``misstep.link`` tests shifts with.
 
 A group (checkpoint x dataset, or a checkpoint with its datasets pooled) has ``n_wrong`` wrong
-traces; ``n_labelled`` of them have a current ``ok`` label with a type. The judge's
+traces; ``n_labelled`` of them have a current ``ok`` label with a type, ``n_abstained`` one
+that says the judge cannot tell (``abstained``: "not typed", shown beside the shares, in none
+of the judge's). The judge's
 distribution (``JudgeOnly``, ``_judge_only``) is the share of each type among those
 (``error_dist``); a group with no ``ok`` label has no distribution (None: "no labels", never
 0%). A checkpoint that pools its datasets is a stratified sample (the labelled traces of each
@@ -21,12 +23,18 @@ by one of two estimators (``AnalysisConfig.estimator``; ``judge``: none):
 
 - ``ppi`` (default, ``PPI``): prediction-powered inference (PPI++, ``_ppi``) per group, from the
   group's own human labels with their sampling weights; valid whatever the judge's confusion
-  does between checkpoints. A group with fewer than ``MIN_PPI_HUMAN`` human labels has no
-  corrected share (``note`` says so).
+  does between checkpoints. Its target is people's type shares over every wrong trace the judge
+  answered, typed or not: a trace the judge could not type has a prediction of zero for every
+  type, so its human label enters through the rectifier alone. A group with fewer than
+  ``MIN_PPI_HUMAN`` human labels has no corrected share (``note`` says so).
 - ``pooled`` (``Pooled``): one confusion matrix over every human-labelled trace, inverted at
   every group (``_correction``). It assumes the judge errs the same way at every checkpoint; that
   assumption is tested on the human labels (``_homogeneity``, ``homogeneity``). A type the
-  confusion does not identify has no corrected share (None), listed in ``not_identified``.
+  confusion does not identify has no corrected share (None), listed in ``not_identified``. The
+  confusion is estimated on the typed traces only (a trace the judge could not type is no row
+  and no column of it: nobody's type is "not typed"), so its target is people's shares among
+  the traces the judge typed; where the judge abstains more on some types than others, that
+  differs from ``ppi``'s.
 """
 
 from __future__ import annotations
@@ -69,13 +77,18 @@ class ErrorDistribution(BaseModel):
     n_wrong: int
     """Wrong traces in the group (count)."""
     n_labelled: int = 0
-    """Wrong traces with a current ``ok`` label (count)."""
+    """Wrong traces with a current ``ok`` label (count): the typed ones, behind the judge's
+    shares."""
+    n_abstained: int = 0
+    """Wrong traces the judge could not type (current label ``abstained``; count): "not
+    typed", in no judge share (those are over the ``n_labelled`` typed traces)."""
     labelled_share: float | None = None
     """``n_labelled / n_wrong`` (share); None without wrong traces."""
     status_counts: dict[str, int] = Field(default_factory=dict)
     """Current label status of the wrong traces (``unlabelled`` for none)."""
     error_dist: dict[str, float] | None = None
-    """Share per type among ``ok`` labels, as the judge gives it; None: no labels."""
+    """Share per type among the typed (``ok``) labels, as the judge gives it (the traces it
+    could not type are not in it: ``n_abstained``); None: no typed labels."""
     error_dist_raw_ci: dict[str, tuple[float, float] | None] | None = None
     """Bootstrap 95% interval of ``error_dist``: problems resampled within each dataset."""
     error_dist_corrected: dict[str, float | None] | None = None
@@ -150,6 +163,11 @@ class ErrorDistribution(BaseModel):
         return dict(self.error_dist) if self.error_dist is not None else None
 
 
+def abstained_ids(labels: Mapping[str, StoredLabel | LabelRow]) -> frozenset[str]:
+    """The traces whose current label is ``abstained`` (the judge cannot tell)."""
+    return frozenset(t for t, lab in labels.items() if lab.status == LabelStatus.ABSTAINED)
+
+
 def ok_types(labels: Mapping[str, StoredLabel | LabelRow]) -> dict[str, str]:
     """{trace_id: error_type} of the current ``ok`` labels with a type."""
     return {
@@ -172,7 +190,11 @@ def _inputs(
         {k for k in judged.values() if k not in cats} | {k for k, _ in people.values()} - set(cats)
     )
     return ShareInputs(
-        categories=cats + extra, judged=judged, people=people, has_human=agreed is not None
+        categories=cats + extra,
+        judged=judged,
+        people=people,
+        has_human=agreed is not None,
+        abstained=abstained_ids(labels),
     )
 
 
@@ -191,15 +213,21 @@ def _corrected(base: ErrorDistribution, est: ShareEstimate) -> None:
 
 
 def _group(
-    checkpoint: str, dataset: str, rows: pd.DataFrame, judged: Mapping[str, str]
+    checkpoint: str,
+    dataset: str,
+    rows: pd.DataFrame,
+    judged: Mapping[str, str],
+    abstained: frozenset[str],
 ) -> Group | None:
-    """The judged wrong traces of one group as the estimators read them (None: none)."""
+    """The judged wrong traces of one group as the estimators read them, typed and not typed
+    (None: none typed)."""
     ids = rows["trace_id"].tolist()
     of = dict(zip(ids, rows["stratum"].tolist(), strict=True))
     cluster_of = dict(zip(ids, rows["cluster"].tolist(), strict=True))
     mine = [t for t in ids if t in judged]
     if not mine:
         return None
+    untyped = [t for t in ids if t in abstained]
     return Group(
         checkpoint=checkpoint,
         dataset=dataset,
@@ -211,6 +239,9 @@ def _group(
         sizes=dict(Counter(of.values())),
         # the samples of one problem err alike: every variance resamples problems
         clusters=[cluster_of[t] for t in mine],
+        abstained_ids=untyped,
+        abstained_strata=[of[t] for t in untyped],
+        abstained_clusters=[cluster_of[t] for t in untyped],
     )
 
 
@@ -251,7 +282,7 @@ def error_distributions(
     for (checkpoint, dataset), rows in wrong.groupby(["checkpoint", "dataset"], sort=False):
         ids = rows["trace_id"].tolist()
         status = Counter(str(labels[t].status) if t in labels else "unlabelled" for t in ids)
-        group = _group(str(checkpoint), str(dataset), rows, inputs.judged)
+        group = _group(str(checkpoint), str(dataset), rows, inputs.judged, inputs.abstained)
         n_labelled = 0 if group is None else len(group.trace_ids)
         base = ErrorDistribution(
             checkpoint=str(checkpoint),
@@ -260,6 +291,7 @@ def error_distributions(
             n_labelled=n_labelled,
             labelled_share=n_labelled / len(ids) if ids else None,
             status_counts=dict(status),
+            n_abstained=status.get(LabelStatus.ABSTAINED.value, 0),
             n_human=len(inputs.pairs),
         )
         out.append(base)

@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from scipy import stats
 
 from misstep.agreement._config import Estimator
-from misstep.agreement._errordist import ok_types
+from misstep.agreement._errordist import abstained_ids, ok_types
 from misstep.errors import OptionError
 from misstep.metrics import LEVEL
 
@@ -139,18 +139,20 @@ class LabelPlan(BaseModel):
 
 def _pilot_pairs(
     labelled: LabelledRun,
-) -> tuple[dict[str, list[str]], dict[str, list[tuple[str, str, float]]], list[str]]:
-    """Per checkpoint: its judged wrong traces (ok, typed) and its human-labelled ones as
-    (human type, judge type, weight); checkpoints in order."""
+) -> tuple[dict[str, list[str]], dict[str, list[tuple[str, str | None, float]]], list[str]]:
+    """Per checkpoint: its judged wrong traces (typed, or not typed: the judge abstained, as
+    ``PPI`` counts them) and its human-labelled ones as (human type, judge type or None,
+    weight); checkpoints in order."""
     from misstep.labels import human_consensus
     from misstep.metrics import order_checkpoints
 
     table = labelled.table
-    judged = ok_types(labelled.labels)
+    judged: dict[str, str | None] = dict(ok_types(labelled.labels))
+    judged.update(dict.fromkeys(abstained_ids(labelled.labels)))
     people = dict(human_consensus(labelled.human).items()) if labelled.human else {}
     wrong = table.loc[table["outcome"] == "wrong", ["trace_id", "checkpoint"]]
     ids: dict[str, list[str]] = {}
-    pairs: dict[str, list[tuple[str, str, float]]] = {}
+    pairs: dict[str, list[tuple[str, str | None, float]]] = {}
     for t, ck in zip(wrong["trace_id"].astype(str), wrong["checkpoint"].astype(str), strict=True):
         if t in judged:
             ids.setdefault(ck, []).append(t)
@@ -159,12 +161,17 @@ def _pilot_pairs(
     return ids, pairs, [str(c) for c in order_checkpoints(table)]
 
 
-def _onehots(pairs: list[tuple[str, str, float]], cats: list[str]) -> tuple[Array, Array, Array]:
+def _onehots(
+    pairs: list[tuple[str, str | None, float]], cats: list[str]
+) -> tuple[Array, Array, Array]:
+    """People's one-hot types, the judge's (a zero row where it could not type the trace, as
+    ``PPI`` predicts it) and the weights."""
     index = {c: i for i, c in enumerate(cats)}
-    eye = np.eye(len(cats))
+    eye = np.vstack([np.eye(len(cats)), np.zeros((1, len(cats)))])
+    none = len(cats)
     return (
         eye[[index[h] for h, _, _ in pairs]],
-        eye[[index[j] for _, j, _ in pairs]],
+        eye[[none if j is None else index[j] for _, j, _ in pairs]],
         np.array([w for _, _, w in pairs]),
     )
 
@@ -181,7 +188,8 @@ def plan_labels(
     level = labelled.config.level if level is None else level
     ids, pairs, order = _pilot_pairs(labelled)
     cats = sorted(
-        set(labelled.categories) | {x for ps in pairs.values() for h, j, _ in ps for x in (h, j)}
+        set(labelled.categories)
+        | {x for ps in pairs.values() for h, j, _ in ps for x in (h, j) if x is not None}
     )
     pooled = [p for ck in order for p in pairs.get(ck, [])]
     rows: list[PlanRow] = []

@@ -21,6 +21,13 @@ counted. With ``lam = 0`` this is the human-only estimate with the same variance
 ``lam`` per type minimises the estimated variance over [0, 1], which contains 0, so a PPI
 interval is never wider than the human-only one (the power tuning of PPI++, coordinate-wise).
 
+A trace the judge could not type (``abstained``) is a judged trace with ``f = 0``: the first
+sum gives it no type, the second adds its human label (``y_j - lam * 0``) in full. The
+expectation of theta is still the mean of ``y`` over the judged traces, typed or not, whatever
+``f`` is (the identity above holds for any prediction), so theta is unbiased for people's type
+shares over every wrong trace the judge answered; ``tests/agreement/test_ppi_abstained.py``
+checks the coverage of every interval on a simulation whose judge abstains more on some types.
+
 Not ppi-python: it imports numba at import time (seconds of start-up in every command), has no
 clustered variance and no nested design; ``tests/agreement/test_ppi.py`` checks this code
 against ``ppi_py.ppi_mean_ci`` on the disjoint design, where the two must agree.
@@ -36,7 +43,7 @@ from scipy import stats
 
 from misstep.agreement._config import AnalysisConfig, Estimator
 from misstep.agreement._shares import Group, NoEstimate, ShareEstimate, ShareInputs
-from misstep.metrics import DEFAULT_SEED, LEVEL, boundary_interval
+from misstep.metrics import DEFAULT_SEED, LEVEL, boundary_interval, stratify
 
 __all__ = ["MIN_PPI_HUMAN", "PPI", "PPIEstimate", "ppi_shares", "simultaneous_z"]
 
@@ -167,8 +174,9 @@ approximation); fewer: no corrected share, and a note says to label more or use 
 
 class PPI:
     """Prediction-powered inference (PPI++) of a group's shares from the group's own human
-    labels (module docstring): judged traces weigh by their stratum's wrong / judged (a label
-    budget), human-labelled ones by their sampling weight; problems are the clusters."""
+    labels (module docstring): judged traces (typed, and those the judge could not type,
+    predicted as no type) weigh by their stratum's wrong / judged (a label budget),
+    human-labelled ones by their sampling weight; problems are the clusters."""
 
     name = Estimator.PPI
 
@@ -179,7 +187,8 @@ class PPI:
     def estimate(self, group: Group) -> ShareEstimate | NoEstimate:
         """The group's PPI++ shares, or why not (fewer than ``MIN_PPI_HUMAN`` human labels)."""
         inputs, level = self.inputs, self.config.level
-        ids = list(group.trace_ids)
+        untyped = list(group.abstained_ids)
+        ids = [*group.trace_ids, *untyped]
         human_ids = [t for t in ids if t in inputs.people]
         if len(human_ids) < MIN_PPI_HUMAN:
             return NoEstimate(
@@ -190,18 +199,24 @@ class PPI:
         cats = inputs.categories
         index = {c: i for i, c in enumerate(cats)}
         eye = np.eye(len(cats))
-        f_all = eye[[index[t] for t in group.types]]
+        # the traces the judge could not type are judged traces predicted as no type (a zero
+        # row): their human labels correct the estimate in full (module docstring)
+        none = np.zeros(len(cats))
+        typed = [eye[index[t]] for t in group.types]
+        f_all = np.array(typed + [none] * len(untyped)).reshape(len(ids), len(cats))
         clusters = None
         if group.clusters is not None:
-            clusters = np.unique(list(group.clusters), return_inverse=True)[1].astype(np.int64)
+            every = [*group.clusters, *group.abstained_clusters]
+            clusters = np.unique(every, return_inverse=True)[1].astype(np.int64)
         row = {t: i for i, t in enumerate(ids)}
+        design = stratify([*group.strata, *group.abstained_strata], group.sizes)
         est = ppi_shares(
             eye[[index[inputs.people[t][0]] for t in human_ids]],
-            eye[[index[inputs.judged[t]] for t in human_ids]],
+            f_all[[row[t] for t in human_ids]],
             f_all,
             labelled_index=np.array([row[t] for t in human_ids], dtype=np.int64),
             w_labelled=np.array([inputs.people[t][1] for t in human_ids]),
-            w_judged=group.design.weights,
+            w_judged=design.weights,
             clusters=clusters,
         )
         sim: list[tuple[float, float] | None] | None = None

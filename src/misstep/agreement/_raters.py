@@ -32,9 +32,10 @@ def judge_raters(
     labels: Mapping[str, StoredLabel],
 ) -> tuple[dict[str, dict[str, Rating]], Counter[str]]:
     """({judge id: {trace_id: Rating}}, count per status). Only ``ok`` labels rate; the
-    others are counted. For step agreement a label without a first error step, or with
-    confidence 0 (the rules judge's "undetermined": it found nothing it can check), counts as
-    "no error found", as ProcessBench scores a detector that reports none."""
+    others (``abstained`` among them: the judge could not tell, which is no type) are
+    counted and left out of judge-vs-people. For step agreement an ``ok`` label without a
+    first error step, or with confidence 0, counts as "no error found", as ProcessBench scores
+    a detector that reports none."""
     raters: dict[str, dict[str, Rating]] = {}
     status: Counter[str] = Counter()
     for trace_id, label in labels.items():

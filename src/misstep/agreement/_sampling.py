@@ -45,6 +45,11 @@ __all__ = [
 
 STRATA_FIELDS = ("checkpoint", "dataset", "error_type")
 """Fields a sample can be stratified by (``error_type`` is the judge's)."""
+NOT_TYPED = "(not typed)"
+"""The ``error_type`` stratum of the traces the judge could not type (``abstained``): never a
+taxonomy key (keys are identifiers)."""
+ANSWERED = (LabelStatus.OK, LabelStatus.ABSTAINED)
+"""Statuses of a judge's answer: the traces a sample draws from (and ``PPI`` counts)."""
 
 Allocation = Literal["proportional", "equal"]
 TaskFormat = Literal["jsonl", "csv", "labelstudio"]
@@ -142,8 +147,9 @@ def stratified_sample(
     take: Mapping[str, int] | None = None,
     exclude: Collection[str] = (),
 ) -> list[SampleRow]:
-    """A stratified random sample (without replacement) of the traces whose current label is
-    ``ok``. The same inputs and seed give the same sample, whatever the input order.
+    """A stratified random sample (without replacement) of the traces the judge answered
+    (current label ``ok``, or ``abstained``: stratum ``error_type=NOT_TYPED``). The same
+    inputs and seed give the same sample, whatever the input order.
 
     ``inclusion`` (trace_id -> the label budget's inclusion probability, ``LabelledRun
     .inclusion``): the judged traces were themselves a sample, so a row's weight is its inverse
@@ -164,12 +170,14 @@ def stratified_sample(
     pool: dict[str, list[tuple[Trace, StoredLabel]]] = {}
     for trace in traces:
         label = labels.get(trace.trace_id)
-        if label is None or label.status != LabelStatus.OK or trace.trace_id in exclude:
+        if label is None or label.status not in ANSWERED or trace.trace_id in exclude:
             continue
         values = {
             "checkpoint": trace.checkpoint,
             "dataset": trace.dataset,
-            "error_type": label.error_type or "",
+            # the traces the judge could not type are a stratum of their own: PPI counts
+            # them (predicted as no type), so people must label some of them too
+            "error_type": NOT_TYPED if label.status == LabelStatus.ABSTAINED else label.error_type,
         }
         stratum = "|".join(f"{f}={values[f]}" for f in stratify) or "all"
         pool.setdefault(stratum, []).append((trace, label))

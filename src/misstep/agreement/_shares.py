@@ -39,6 +39,9 @@ class ShareInputs:
     """trace_id -> people's consensus type and its sampling weight."""
     has_human: bool = False
     """Whether people's labels were given at all."""
+    abstained: frozenset[str] = frozenset()
+    """Traces whose current label says the judge cannot tell (``abstained``): not typed, in
+    no share of the judge's; ``PPI`` counts them with a prediction of zero for every type."""
 
     @property
     def shared(self) -> list[str]:
@@ -75,6 +78,14 @@ class Group:
     clusters: Sequence[str] | None = None
     """The problem of each (its samples err alike): the unit every variance resamples; None:
     every trace its own."""
+    abstained_ids: Sequence[str] = ()
+    """The group's wrong traces the judge answered "cannot tell" (``abstained``), in the
+    table's order: in no share of the judge's (``JudgeOnly``, ``Pooled``); ``PPI`` takes them
+    as judged traces whose prediction is zero for every type."""
+    abstained_strata: Sequence[str] = ()
+    """The stratum of each of ``abstained_ids``."""
+    abstained_clusters: Sequence[str] = ()
+    """The problem of each of ``abstained_ids`` (empty when ``clusters`` is None)."""
     design: Strata = field(init=False)
     """The stratified design of the judged traces (``metrics.stratify``)."""
 

@@ -43,6 +43,8 @@ def error_type_table(
     table.add_column("dataset")
     table.add_column("wrong (count)", justify="right")
     table.add_column("labelled (share)", justify="right")
+    # the judge's "cannot tell" beside the shares, which are over the typed traces only
+    table.add_column("not typed (count)", justify="right")
     if corrected:
         table.add_column("corrected by (human labels)")
     cats = list(categories)
@@ -71,12 +73,21 @@ def error_type_table(
             data(d.dataset),
             str(d.n_wrong),
             f"{share} ({d.n_labelled})",
+            str(d.n_abstained),
             *(by if corrected else []),
             *cells,
         )
     not_ok = Counter[str]()
     for d in dists:
-        not_ok.update({s: c for s, c in d.status_counts.items() if s != "ok"})
+        not_ok.update({s: c for s, c in d.status_counts.items() if s not in ("ok", "abstained")})
+    if any(d.n_abstained for d in dists):
+        err_console.print(
+            "not typed = the judge could not tell (abstained): in no share of the judge's, "
+            "which are over the typed (labelled) traces"
+            + ("; ppi's corrected shares are over every answered wrong trace" if corrected else ""),
+            soft_wrap=True,
+            markup=False,
+        )
     if not_ok:
         err_console.print(
             "wrong traces without an ok label (left out of the shares): "

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from misstep.pipelines import LabelProgress, LabelRunSummary
     from misstep.taxonomy import Taxonomy
 
-_STATUSES = ("ok", "skipped", "unparseable", "truncated", "failed")
+_STATUSES = ("ok", "abstained", "skipped", "unparseable", "truncated", "failed")
 
 
 def _count_lines(path: Path, limit: int | None) -> int | None:
@@ -111,6 +111,10 @@ def _print_summary(console: Console, summary: LabelRunSummary, taxonomy: Taxonom
         for checkpoint, counts in summary.error_types_by_checkpoint.items():
             by_ck.add_row(data(checkpoint), *(str(counts.get(k, 0)) for k in keys + extra))
         console.print(by_ck)
+        untyped = summary.abstained_by_checkpoint  # beside the types, never as one
+        if any(untyped.values()):
+            not_typed = ", ".join(f"{data(ck)} {n}" for ck, n in untyped.items())
+            console.print(f"not typed (the judge cannot tell) per checkpoint: {not_typed}")
     console.print(
         f"{summary.traces} traces read, {summary.written} records written, "
         f"{summary.resumed} already labelled, {summary.rejected} rejected, "

@@ -117,6 +117,7 @@ def _print_text(r: LinkResult) -> None:
     )
     keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
     columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)"]
+    columns += ["not typed (count)"]
     columns += ["shares by (human labels)", *r.types]
     for col in columns:
         t.add_column(col, justify="left" if col == "checkpoint" else "right", overflow="fold")
@@ -131,6 +132,7 @@ def _print_text(r: LinkResult) -> None:
             ],
             str(c.majority_failures),
             "-" if c.labelled_share is None else f"{c.labelled_share:.2f} ({c.n_labelled})",
+            str(c.n_abstained),
             (
                 f"{c.error_dist_estimator} ({c.n_human})"
                 if c.error_dist_source == "corrected"

@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from misstep.defaults import JudgeDefaults as D
 from misstep.errors import OptionError
 
-__all__ = ["NEUTRAL_SAMPLING", "RETRY_TEMPERATURE", "JudgeConfig", "judge_id", "request_seed"]
+__all__ = [
+    "NEUTRAL_SAMPLING",
+    "RETRY_TEMPERATURE",
+    "RULES_JUDGE_VERSION",
+    "JudgeConfig",
+    "judge_id",
+    "request_seed",
+]
 
 NEUTRAL_SAMPLING: dict[str, float | int] = {
     "top_p": 1.0,
@@ -154,6 +161,12 @@ def segmentation_hash() -> str:
     return hashlib.sha256(json.dumps(material).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+RULES_JUDGE_VERSION = 2
+"""Version of the model-free judge's rules, in its id: bump it when what it writes changes.
+2: a trace with nothing checkable is ``abstained`` (before: ``ok``, ``other``, step 0,
+confidence 0)."""
+
+
 def judge_id(
     config: JudgeConfig,
     taxonomy_hash: str,
@@ -164,7 +177,8 @@ def judge_id(
 ) -> str:
     """A short readable id of a judge configuration: what is asked, never the wire.
 
-    Without a model: ``rules:tx<6 hex of taxonomy>:pr<4 hex of prompt>``. With a model:
+    Without a model: ``rules:v<RULES_JUDGE_VERSION>:tx<6 hex of taxonomy>:pr<4 hex of
+    prompt>`` (before version 2: ``rules:tx...``). With a model:
     ``<kind>:<model basename>:<8 hex>`` (``kind`` is ``llm`` for labels, ``select`` for
     ``misstep select``) where the hex covers everything that changes a label: the model, the
     taxonomy hash, the prompt hash, the step segmentation and rendering
@@ -175,7 +189,7 @@ def judge_id(
     and its labels resume each other.
     """
     if config.model is None:
-        return f"{config.backend}:tx{taxonomy_hash[:6]}:pr{prompt_hash[:4]}"
+        return f"{config.backend}:v{RULES_JUDGE_VERSION}:tx{taxonomy_hash[:6]}:pr{prompt_hash[:4]}"
     material = json.dumps(
         {
             "model": config.model,

@@ -8,7 +8,9 @@ to ``parse_reply``; what a transport may not do is decide a status itself.
   it, and ``engine_request`` translates it for the offline engine and Ray's processor.
 - ``bounded_schema``: the label schema with this trace's bounds (``first_error_step`` within
   the steps shown; xgrammar enforces integer minimum/maximum per request).
-- ``parse_reply``: JSON, schema, step range -> ok / truncated / unparseable.
+- ``parse_reply``: JSON, schema, step range -> ok / abstained / truncated / unparseable
+  (``abstained``: the reply's ``error_type`` is ``cant_tell``, the judge cannot find the
+  error; it keeps no type and no step).
 - ``RetryPolicy``: a reply cut at the token limit is asked again once with another seed (and a
   temperature of at least ``RETRY_TEMPERATURE``); a reply that breaks the schema is re-asked
   once with the problem named; each attempt is recorded (``Try``).
@@ -27,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, Try
+from misstep.taxonomy import CANT_TELL
 from misstep.verdict import LabelStatus
 
 if TYPE_CHECKING:
@@ -219,7 +222,8 @@ def parse_reply(
 ) -> JudgeResult:
     """The only validator of a judge reply: cut at the token limit -> ``truncated``; not JSON
     of the schema, or a ``first_error_step`` outside the steps shown -> ``unparseable``;
-    else ``ok``. The raw reply is kept on every non-ok result."""
+    an ``error_type`` of ``CANT_TELL`` -> ``abstained`` (no label: no type, no step; the
+    explanation as its reason); else ``ok``. The raw reply is kept on every non-ok result."""
     reasoning = reply.reasoning or None
     if reply.finish == "length":
         return JudgeResult(
@@ -237,6 +241,17 @@ def parse_reply(
             raw_reply=reply.text,
             reason=problem,
             problem=problem,
+            reasoning=reasoning,
+        )
+    if getattr(label, "error_type", None) == CANT_TELL:
+        # "cannot tell" is a status, never a type: its step and quote mean nothing
+        explanation = getattr(label, "explanation", None)
+        return JudgeResult(
+            status=LabelStatus.ABSTAINED,
+            raw_reply=reply.text,
+            reason=f"the judge cannot tell: {explanation}"
+            if explanation
+            else "the judge cannot tell",
             reasoning=reasoning,
         )
     step = getattr(label, "first_error_step", None)

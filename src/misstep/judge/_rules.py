@@ -29,8 +29,8 @@ RULES_JUDGE_CAPABILITIES = (
     "minutes = 210 minutes) is checked in the unit of its result; other unit mixes are left "
     "alone. Traces over 2,000,000 characters are skipped. It cannot detect misread "
     "problems, misused theorems or formulas, broken derivations, algebra with variables, or "
-    "calculations written in words; a trace where it finds nothing gets 'other' with "
-    "confidence 0, which means undetermined, not error-free."
+    "calculations written in words; where it finds nothing checkable it abstains (status "
+    "'abstained': no type, no step), which means undetermined, not error-free."
 )
 """What the rules judge detects and what it cannot; shown by the CLI and the README."""
 
@@ -38,7 +38,6 @@ NO_ERROR_EXPLANATION = (
     "rules judge: no checkable arithmetic error found; cannot detect misreads, theorem misuse "
     "or broken derivations"
 )
-_FALLBACK_KEYS = ("other", "undetermined")
 MAX_TRACE_CHARS = 2_000_000
 """A trace longer than this (2 MB of text) is skipped with a reason, not checked: bounded time
 and memory per trace whatever the input holds. The label pipeline asks :meth:`RulesJudge.too_long`
@@ -66,15 +65,6 @@ class RulesJudge(Judge):
                 allowed="the rules judge needs a taxonomy with an 'arithmetic' category "
                 f"(taxonomy {taxonomy.id} has {', '.join(keys)})",
             )
-        fallback = next((k for k in _FALLBACK_KEYS if k in keys), None)
-        if fallback is None:
-            raise OptionError(
-                option="backend",
-                value="rules",
-                allowed="the rules judge needs an 'other' (or 'undetermined') category for "
-                f"traces it cannot decide (taxonomy {taxonomy.id} has {', '.join(keys)})",
-            )
-        self._fallback = fallback
         spec = JudgeSpec(config, taxonomy)
         self.spec = spec
         """The run's one specification (the id)."""
@@ -103,24 +93,23 @@ class RulesJudge(Judge):
             return _too_long(size, self.max_trace_chars)
         found = find_arithmetic_error(steps)
         if found is None:
-            label = self._label(
-                error_type=self._fallback,
-                first_error_step=0,
-                evidence="",
-                explanation=NO_ERROR_EXPLANATION,
-                confidence=0.0,
+            # nothing checkable is "cannot tell", never a type (nor an error at step 0)
+            return JudgeResult(
+                status=LabelStatus.ABSTAINED,
+                reason=NO_ERROR_EXPLANATION,
+                attempts=1,
+                latency_ms=(time.perf_counter() - start) * 1000.0,
             )
-        else:
-            label = self._label(
-                error_type="arithmetic",
-                first_error_step=found.step,
-                evidence=found.evidence[:EVIDENCE_MAX_CHARS],
-                explanation=(
-                    f"rules judge: in step {found.step}, {found.evidence[:120]!s} is wrong: "
-                    f"{found.expression} is {found.correct}, not {found.stated}"
-                ),
-                confidence=0.9,
-            )
+        label = self._label(
+            error_type="arithmetic",
+            first_error_step=found.step,
+            evidence=found.evidence[:EVIDENCE_MAX_CHARS],
+            explanation=(
+                f"rules judge: in step {found.step}, {found.evidence[:120]!s} is wrong: "
+                f"{found.expression} is {found.correct}, not {found.stated}"
+            ),
+            confidence=0.9,
+        )
         return JudgeResult(
             status=LabelStatus.OK,
             label=label,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from misstep.taxonomy import Taxonomy
+from misstep.taxonomy import CANT_TELL, Taxonomy
 
 __all__ = ["EVIDENCE_MAX_CHARS", "EXPLANATION_MAX_CHARS", "label_json_schema", "label_model"]
 
@@ -31,12 +31,16 @@ def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
 
     Fields, in this order (the order the judge writes them in): ``first_error_step``
     (int >= 0), ``evidence`` (short verbatim quote), ``explanation``, ``error_type`` (one of the
-    taxonomy's keys), ``confidence`` (0 to 1).
+    taxonomy's keys, or ``taxonomy.CANT_TELL``: the judge cannot find the error, which the
+    exchange stores as the status ``abstained``, never as a type), ``confidence`` (0 to 1).
     """
     cached = _MODELS.get(taxonomy.hash)
     if cached is not None:
         return cached
-    error_type: Any = Literal[tuple(taxonomy.keys)]
+    # the reply's choices: the taxonomy's keys and "cant_tell" (taxonomy.reply_choices), one
+    # enum, so a model that finds no error says so instead of picking a type (a second field
+    # would be a choice the grammar forces before the step is found)
+    error_type: Any = Literal[tuple(taxonomy.reply_choices)]
     # vLLM's structured output keeps the schema's property order, so the model writes these
     # in this order: the step, the quote and the reasoning first, the category after them,
     # as judges in the field do (the category is not an opening bet to be justified).
@@ -58,7 +62,11 @@ def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
         explanation=(str, Field(description="One or two sentences on what went wrong.")),
         error_type=(
             error_type,
-            Field(description="Category of the first error: one of " + ", ".join(taxonomy.keys)),
+            Field(
+                description="Category of the first error: one of "
+                + ", ".join(taxonomy.keys)
+                + f"; {CANT_TELL} when you cannot find the error"
+            ),
         ),
         confidence=(
             float,
@@ -71,7 +79,8 @@ def label_model(taxonomy: Taxonomy) -> type[BaseModel]:
 
 def label_json_schema(taxonomy: Taxonomy) -> dict[str, Any]:
     """The JSON schema sent as ``response_format``: a flat object, every field required,
-    ``additionalProperties: false``, an ``enum`` of the taxonomy's keys (no ``$ref``), the
+    ``additionalProperties: false``, an ``enum`` of the taxonomy's keys and ``cant_tell``
+    (no ``$ref``), the
     quote and the explanation bounded in length (``EVIDENCE_MAX_CHARS``,
     ``EXPLANATION_MAX_CHARS``)."""
     schema = copy.deepcopy(label_model(taxonomy).model_json_schema())

@@ -19,6 +19,7 @@ from misstep.errors import InputFormatError, InvalidRecordError
 from misstep.labels._design import read_task_design, sampling_weight, task_sidecar
 from misstep.labels._latest import label_time
 from misstep.rollouts import RowError, iter_json_lines, open_binary
+from misstep.taxonomy import CANT_TELL as TAXONOMY_CANT_TELL
 
 __all__ = [
     "ADJUDICATOR",
@@ -35,7 +36,7 @@ HUMAN_LABEL_VERSION = 1
 """Version of the ``HumanLabel`` line format."""
 NO_ERROR_CHOICE = "no_error"
 """The answer "this trace has no error" in a task (error_type None, has_error False)."""
-CANT_TELL = "cant_tell"
+CANT_TELL = TAXONOMY_CANT_TELL
 """The choice "I can't tell" (``misstep review``): stored as error_type, first_error_step and
 has_error all null, with ``verdict`` ``cant_tell``; it supersedes the person's earlier label of
 the trace and takes part in no agreement figure."""

@@ -5,15 +5,52 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from misstep.verdict import LabelStatus
 
-__all__ = ["LABEL_RECORD_VERSION", "StoredLabel"]
+__all__ = ["LABEL_RECORD_VERSION", "StoredLabel", "legacy_abstention"]
 
-LABEL_RECORD_VERSION = 2
+LABEL_RECORD_VERSION = 3
 """2: ``problem`` stored apart from ``reason`` (a version-1 record has none; its readers take
-the problem from the reason)."""
+the problem from the reason). 3: the status ``abstained`` (a judge that cannot tell); an
+older rules-judge record of "nothing checkable" reads as one (``legacy_abstention``)."""
+
+LEGACY_RULES_NOTHING = "rules judge: no checkable arithmetic error found"
+"""How the explanation of the rules judge's "nothing checkable" record began before record
+version 3, when it was stored as ``ok`` with its fallback type (``other``), step 0 and
+confidence 0."""
+
+
+def legacy_abstention(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` as it reads today: a rules-judge record of a version before 3 that found
+    nothing checkable (``ok``, confidence 0, the explanation ``LEGACY_RULES_NOTHING``: it meant
+    "undetermined", never a type or a step 0) becomes ``abstained`` with no type, step or
+    quote, its explanation kept as the reason; any other record is returned as it is.
+
+    Mapped on read, not left as written: an old run would otherwise show that non-answer as
+    the type ``other`` (half the demo's wrong traces) in every table, and a run on disk cannot
+    be told apart from a new one by anything but its records. The record is unambiguous (the
+    rules judge, its fixed explanation, confidence 0), so no real ``other`` is mapped."""
+    version = record.get("version")
+    if (
+        (isinstance(version, int) and version >= 3)
+        or record.get("status") != LabelStatus.OK.value
+        or not str(record.get("judge", "")).startswith("rules:")
+        or record.get("confidence") not in (0, 0.0)
+        or not str(record.get("explanation") or "").startswith(LEGACY_RULES_NOTHING)
+    ):
+        return record
+    out = dict(record)
+    out.update(
+        status=LabelStatus.ABSTAINED.value,
+        reason=record.get("explanation"),
+        error_type=None,
+        first_error_step=None,
+        evidence=None,
+        evidence_verified=False,
+    )
+    return out
 
 
 def _now() -> str:
@@ -32,11 +69,12 @@ class StoredLabel(BaseModel):
     judge: str
     """Short id of the judge configuration: backend, model, taxonomy/prompt hashes, sampling."""
     status: LabelStatus
-    """``ok`` when a label was produced; otherwise why not."""
+    """``ok`` when a label was produced; ``abstained`` when the judge said it cannot tell (no
+    type, no step; ``reason`` says why); otherwise why not."""
     error_type: str | None = None
     """A taxonomy key; None unless ``status`` is ``ok``."""
     first_error_step: int | None = None
-    """0-based index into the numbered steps the judge was shown."""
+    """0-based index into the numbered steps the judge was shown; None unless ``ok``."""
     evidence: str | None = None
     """Short verbatim quote of the faulty step."""
     explanation: str | None = None
@@ -52,7 +90,8 @@ class StoredLabel(BaseModel):
     created_at: str = Field(default_factory=_now)
     """UTC timestamp, ISO 8601."""
     reason: str | None = None
-    """Why the trace was skipped or failed (e.g. the outcome ``truncated``)."""
+    """Why the trace was skipped or failed (e.g. the outcome ``truncated``), or why the judge
+    abstained (its explanation)."""
     raw_reply: str | None = None
     """The reply as received, kept for ``unparseable`` and ``truncated`` records."""
     problem: str | None = None
@@ -83,3 +122,9 @@ class StoredLabel(BaseModel):
     """What each request of this record was, in order: ``kind`` (``first``, ``cut-retry``
     after a reply cut at the token limit, ``reask`` after a reply that broke the schema),
     ``seed``, ``temperature`` and the ``status`` of its reply; None for skipped traces."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        # an older run's "nothing checkable" rules record reads as abstained
+        return legacy_abstention(data) if isinstance(data, dict) else data

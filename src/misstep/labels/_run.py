@@ -134,12 +134,16 @@ def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> Store
 def _majority(results: Sequence[Verdict], order: Mapping[str, int]) -> tuple[Verdict, int]:
     """The result to store and how many samples agree with it: the majority ``error_type``
     among the ok samples, ties to the key first in the taxonomy's order, the lowest-numbered
-    sample of that type."""
+    sample of that type. Samples that abstained vote for abstaining: it wins only with more
+    votes than every type (a tie goes to the type, which is an answer)."""
     ok = [r for r in results if r.status is LabelStatus.OK and r.label is not None]
+    abstained = [r for r in results if r.status is LabelStatus.ABSTAINED]
     if not ok:
-        return results[0], 0
+        return (abstained[0], len(abstained)) if abstained else (results[0], 0)
     counts = Counter(str(getattr(r.label, "error_type", "")) for r in ok)
     best = min(counts, key=lambda key: (-counts[key], order.get(key, len(order)), key))
+    if len(abstained) > counts[best]:
+        return abstained[0], len(abstained)
     chosen = next(r for r in ok if str(getattr(r.label, "error_type", "")) == best)
     return chosen, counts[best]
 
@@ -404,9 +408,14 @@ class LabelRun:
         return self._index.get(trace_id)
 
     def is_ok(self, trace_id: str) -> bool:
-        """The trace's current record is ok under this run's judge."""
+        """The trace's current record is this run's judge's answer (``ok``, or ``abstained``:
+        it said it cannot tell, which asking again would not change)."""
         current = self._index.get(trace_id)
-        return current is not None and current[:2] == ("ok", self.judge_id)
+        return (
+            current is not None
+            and current.judge == self.judge_id
+            and current.status in (LabelStatus.OK.value, LabelStatus.ABSTAINED.value)
+        )
 
     def retry_of(self, trace_id: str) -> dict[str, Any] | None:
         """The current record of a trace when it is a cut or broken reply of this judge

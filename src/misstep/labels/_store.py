@@ -18,7 +18,7 @@ import orjson
 from pydantic import ValidationError
 
 from misstep.errors import LabelStoreError
-from misstep.labels._record import StoredLabel
+from misstep.labels._record import StoredLabel, legacy_abstention
 from misstep.labels._rundir import RunDir, labels_path
 from misstep.labels._tail import repair_tail
 from misstep.verdict import LabelStatus
@@ -191,10 +191,11 @@ def read_label_rows(
     types: dict[str, str] = {}
     rows: dict[str, LabelRow] = {}
     judges: set[str] = set()
-    for number, record in iter_label_lines(path):
-        judges.add(str(record.get("judge")))
-        if judge is not None and record.get("judge") != judge:
+    for number, line in iter_label_lines(path):
+        judges.add(str(line.get("judge")))
+        if judge is not None and line.get("judge") != judge:
             continue
+        record = legacy_abstention(line)
         trace_id, status = record.get("trace_id"), record.get("status")
         error_type = record.get("error_type")
         if not isinstance(trace_id, str) or status not in statuses:

@@ -90,6 +90,9 @@ class CheckpointSummary(BaseModel):
     """Wrong traces with an ``ok`` label (count)."""
     labelled_share: float | None = None
     """``n_labelled / n_wrong`` (share); None without wrong traces."""
+    n_abstained: int = 0
+    """Wrong traces the judge could not type (``abstained``; count): "not typed", in no
+    share and never a type of a shift or a transition."""
     metrics: dict[str, float | None]
     """``pass@1``, ``maj@k`` and ``sc_gain@k`` for each k."""
     metrics_ci: dict[str, tuple[float, float] | None] = {}
@@ -498,6 +501,7 @@ def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
         n_wrong=wrong_count,
         n_labelled=cs.n_labelled,
         labelled_share=cs.n_labelled / wrong_count if wrong_count else None,
+        n_abstained=d.n_abstained if d is not None else 0,
         metrics={
             c: finite(metrics.loc[ck, c]) if ck in metrics.index else None for c in metrics.columns
         },

@@ -282,6 +282,27 @@ def distribution_shifts(
                 )
             )
             continue
+        present = [t for t in types if a.shares[t] + b.shares[t] > 0]
+        if len(present) < 2:
+            # one type at both checkpoints (a judge that types one class, the rules judge's
+            # arithmetic, the rest not typed): no mix can shift, and a chi-square has no df
+            shifts.append(
+                Shift(
+                    before=a.checkpoint,
+                    after=b.checkpoint,
+                    chi2=None,
+                    dof=None,
+                    design_effect=None,
+                    p_value=None,
+                    p_raw=None,
+                    jsd=0.0,
+                    changes=changes,
+                    note="the typed traces hold one type at both checkpoints ("
+                    + (", ".join(present) or "none")
+                    + "): no shift of the mix to test (traces not typed are no type)",
+                )
+            )
+            continue
         stat, dof, deff, p = _omnibus(a, b, types)
         pa = np.array([a.shares[t] for t in types])
         pb = np.array([b.shares[t] for t in types])

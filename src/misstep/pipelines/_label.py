@@ -133,6 +133,9 @@ class LabelRunSummary(RunSummary):
     error_types_by_checkpoint: dict[str, dict[str, int]] = Field(default_factory=dict)
     """Per checkpoint (in ``metrics.order_checkpoints`` order), the error types of the input
     traces whose current label is ok."""
+    abstained_by_checkpoint: dict[str, int] = Field(default_factory=dict)
+    """Per checkpoint (the same order), the input traces the judge could not type (current
+    label ``abstained``): not a type, shown beside the types as "not typed"."""
 
 
 @dataclass(eq=False)
@@ -398,6 +401,11 @@ async def _arun(
             for ck in order_checkpoints(run.graded.table)
             if ck in tally.by_checkpoint
         },
+        abstained_by_checkpoint={
+            ck: tally.abstained[ck]
+            for ck in order_checkpoints(run.graded.table)
+            if ck in tally.by_checkpoint
+        },
         prompt_tokens=state.prompt_tokens,
         completion_tokens=state.completion_tokens,
     )
@@ -409,9 +417,14 @@ class _Tally:
 
     status_counts: Counter[str] = field(default_factory=Counter)
     by_checkpoint: dict[str, Counter[str]] = field(default_factory=dict)
+    abstained: Counter[str] = field(default_factory=Counter)
+    """Traces whose current label is ``abstained``, per checkpoint."""
 
     def add(self, trace: Trace, status: str, error_type: str | None) -> None:
         self.status_counts[status] += 1
+        if status == LabelStatus.ABSTAINED.value:
+            self.abstained[trace.checkpoint] += 1
+            self.by_checkpoint.setdefault(trace.checkpoint, Counter())
         if status == LabelStatus.OK.value:
             key = error_type if error_type is not None else "null"
             self.by_checkpoint.setdefault(trace.checkpoint, Counter())[key] += 1
@@ -445,7 +458,8 @@ async def _label_all(run: LabelRun, live: LiveLabeller) -> _Tally:
                 state.resumed += 1
                 state.done += 1
                 current = run.current(todo.trace.trace_id)
-                tally.add(todo.trace, "ok", current.detail if current else None)
+                status = current.status if current else LabelStatus.OK.value
+                tally.add(todo.trace, status, current.detail if current else None)
                 continue
             pending.add(asyncio.create_task(work(todo)))
             if len(pending) >= 4 * live.call_limit:

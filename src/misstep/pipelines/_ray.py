@@ -251,7 +251,8 @@ def _write_work(
             continue
         if todo.action is Action.KEEP:
             counts.resumed += 1
-            counts.status["ok"] += 1
+            current = run.current(trace.trace_id)
+            counts.status[current.status if current else "ok"] += 1
             continue
         previous = run.retry_of(trace.trace_id) if engine else None
         plan = _plan(previous, trace, spec)

@@ -34,7 +34,7 @@ from misstep.errors import InputFormatError
 from misstep.prompts._fence import disarm_tags
 from misstep.prompts._steps import split_steps
 from misstep.rollouts import Trace
-from misstep.taxonomy import Taxonomy
+from misstep.taxonomy import CANT_TELL, Taxonomy
 
 __all__ = [
     "TEMPLATE_NAMES",
@@ -132,7 +132,12 @@ def _system_message(template_dir: Path | None, taxonomy: Taxonomy) -> str:
     text = _SYSTEM_CACHE.get(key)
     if text is None:
         env, _ = _environment(template_dir)
-        text = env.get_template("judge_system.j2").render(taxonomy=taxonomy).strip() + "\n"
+        text = (
+            env.get_template("judge_system.j2")
+            .render(taxonomy=taxonomy, cant_tell=CANT_TELL)
+            .strip()
+            + "\n"
+        )
         if len(_SYSTEM_CACHE) > 64:
             _SYSTEM_CACHE.clear()
         _SYSTEM_CACHE[key] = text

@@ -55,12 +55,13 @@ def stratified_queue(
     seed: int,
     inclusion: Mapping[str, float],
 ) -> list[QueueItem]:
-    """The stratified sample of the ``ok`` labels of traces in ``where`` (trace_id ->
-    (problem_id, checkpoint, dataset)), as ``misstep sample --n`` draws it."""
+    """The stratified sample of the judge's answers (``ok`` labels, and ``abstained``: the
+    traces it could not type) of traces in ``where`` (trace_id -> (problem_id, checkpoint,
+    dataset)), as ``misstep sample --n`` draws it."""
     stored = {
         t: StoredLabel(trace_id=t, judge="", status=r.status, error_type=r.error_type)
         for t, r in labels.items()
-        if r.status == LabelStatus.OK and t in where
+        if r.status in (LabelStatus.OK, LabelStatus.ABSTAINED) and t in where
     }
     if not stored:
         return []

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from misstep.errors import TaxonomyError
-from misstep.taxonomy._model import Taxonomy
+from misstep.taxonomy._model import CANT_TELL, Taxonomy
 
 __all__ = ["BUILTIN_TAXONOMY", "load_taxonomy"]
 
@@ -81,6 +81,13 @@ def _parse(text: str, source: str) -> Taxonomy:
         if key in seen:
             raise TaxonomyError(
                 path=source, field=f"categories[{i}].key", reason=f"duplicate category key {key!r}"
+            )
+        if key == CANT_TELL:
+            raise TaxonomyError(
+                path=source,
+                field=f"categories[{i}].key",
+                reason=f"{key!r} is reserved: it is the judge's answer that it cannot tell, "
+                "stored as the status 'abstained', never a category; rename the category",
             )
         seen.add(key)
     return taxonomy

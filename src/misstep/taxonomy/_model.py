@@ -8,10 +8,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-__all__ = ["KEY_PATTERN", "Category", "Taxonomy"]
+__all__ = ["CANT_TELL", "KEY_PATTERN", "Category", "Taxonomy"]
 
 # Keys become enum values in the JSON schema and CLI choices: keep them identifier-like.
 KEY_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+
+CANT_TELL = "cant_tell"
+"""The answer "I can't tell": a person's in ``misstep review`` (``labels.CANT_TELL``), and the
+judge's answer that it cannot find the error: a choice of the reply's ``error_type``
+(``Taxonomy.reply_choices``) that is never a category (no taxonomy may use it as a key).
+The exchange stores it as the status ``abstained``, with no type and no step."""
 
 
 class Category(BaseModel):
@@ -59,6 +65,12 @@ class Taxonomy(BaseModel):
     def keys(self) -> list[str]:
         """The category keys, in file order."""
         return [c.key for c in self.categories]
+
+    @property
+    def reply_choices(self) -> list[str]:
+        """What a judge's reply may give as its ``error_type``: the keys, then ``CANT_TELL``
+        (the schema's enum and the prompt's list; never a type of a stored label)."""
+        return [*self.keys, CANT_TELL]
 
     @property
     def choices(self) -> list[str]:
