@@ -34,16 +34,14 @@ def assign_annotators(
     ``SystemRandom``; tests pass a seeded one). OptionError for an empty or repeated name list,
     an overlap outside [0, 1], or an overlap with one person."""
     if not annotators:
-        raise OptionError(option="--annotators", value="", allowed="one name or more")
+        raise OptionError(option="annotators", value="", allowed="one name or more")
     if len(set(annotators)) != len(annotators):
-        raise OptionError(
-            option="--annotators", value=",".join(annotators), allowed="distinct names"
-        )
+        raise OptionError(option="annotators", value=",".join(annotators), allowed="distinct names")
     if not 0.0 <= overlap <= 1.0 or math.isnan(overlap):
-        raise OptionError(option="--overlap", value=overlap, allowed="a share in [0, 1]")
+        raise OptionError(option="overlap", value=overlap, allowed="a share in [0, 1]")
     if overlap > 0 and len(annotators) < 2:
         raise OptionError(
-            option="--overlap",
+            option="overlap",
             value=overlap,
             allowed="with two annotators or more",
             hint="name the people who share the traces: --annotators alice,bob",

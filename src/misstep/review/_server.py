@@ -172,10 +172,10 @@ def make_grants(
             raise OptionError(option=option, value=",".join(twice), allowed="each name once")
         return list(names)
 
-    people = named(annotators, "--annotators")
-    judges = named(adjudicators, "--adjudicators")
+    people = named(annotators, "annotators")
+    judges = named(adjudicators, "adjudicators")
     if judges and not adjudicate:
-        raise OptionError(option="--adjudicators", value="given", allowed="with --adjudicate")
+        raise OptionError(option="adjudicators", value="given", allowed="with --adjudicate")
 
     def fresh() -> str:
         return secrets.token_urlsafe(32)
@@ -357,7 +357,7 @@ class ReviewServer:
         except OSError as exc:
             self.socket.close()
             raise OptionError(
-                option="--host/--port",
+                option="address",
                 value=f"{host}:{port}",
                 allowed="an address of this machine and a free port (0: any)",
                 hint=f"cannot bind: {exc.strerror or exc}",
@@ -698,14 +698,15 @@ def make_server(
     adjudicators: Sequence[str] = (),
     request_timeout: float = REQUEST_TIMEOUT,
 ) -> ReviewServer:
-    """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves.
+    """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves. An
+    address it cannot bind is an ``OptionError`` on ``address`` (the host and port).
 
     Tokens (``make_grants``): one per person of ``annotators`` (else one shared, ``token``
     or a random one, whose requests name their annotator, ``annotator`` by default); with
     ``data.adjudicate_mode``, one per person of ``adjudicators`` (else one shared)."""
     if annotator is not None and annotators:
         raise OptionError(
-            option="--annotator",
+            option="annotator",
             value=annotator,
             allowed="not with --annotators (each of their URLs names its person)",
         )
