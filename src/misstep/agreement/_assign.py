@@ -17,6 +17,7 @@ import math
 import random
 from collections.abc import Sequence
 
+from misstep.defaults import SampleDefaults
 from misstep.errors import OptionError
 
 __all__ = ["assign_annotators"]
@@ -26,7 +27,7 @@ def assign_annotators(
     trace_ids: Sequence[str],
     annotators: Sequence[str],
     *,
-    overlap: float = 0.0,
+    overlap: float = SampleDefaults.overlap,
     rng: random.Random | None = None,
 ) -> dict[str, list[str]]:
     """trace_id -> the people who label it (one, or two for a share ``overlap`` of the

@@ -69,6 +69,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from misstep.defaults import ReviewDefaults
 from misstep.errors import MisstepError, OptionError
 from misstep.labels import ADJUDICATOR, check_annotator
 from misstep.review._data import BadRequest, ReviewData, TraceFilter
@@ -690,8 +691,8 @@ class ReviewServer:
 def make_server(
     data: ReviewData,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
+    host: str = ReviewDefaults.host,
+    port: int = ReviewDefaults.port,
     token: str | None = None,
     annotator: str | None = None,
     annotators: Sequence[str] = (),
