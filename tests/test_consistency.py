@@ -548,23 +548,31 @@ def test_a_mistyped_or_moved_taxonomy_is_an_error(budget_run: dict[str, Path]) -
 # --- link's shares, intervals and shift tests come from the estimator, for every estimator ---
 
 
-@pytest.fixture(scope="module")
-def estimator_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The synthetic run (five checkpoints: the rules judge types enough slips from the planted
-    step on for a shift test; two datasets of 12 problems, 8 samples each),
-    labelled by the rules judge, and people's labels of 16 judged traces per checkpoint: the
-    judge's type, every fourth changed (enough for ppi, which needs 10 per checkpoint)."""
+@pytest.fixture(scope="module", params=["synthetic", "demo"])
+def estimator_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
+    """A labelled run and people's labels of 16 judged traces per checkpoint: the judge's
+    type, every fourth changed (enough for ppi, which needs 10 per checkpoint). ``synthetic``:
+    a small synthetic run (five checkpoints: the rules judge types enough slips from the
+    planted step on for a shift test; two datasets of 12 problems, 8 samples each) labelled
+    by the rules judge; ``demo``: what ``misstep demo`` writes (the README's run)."""
     from misstep.labels import LabelStatus, read_labels
     from misstep.pipelines import make_synthetic_run
 
-    tmp = tmp_path_factory.mktemp("estimators")
-    traces = make_synthetic_run(
-        tmp / "traces.jsonl", seed=2, n_checkpoints=5, problems_per_dataset=12,
-        samples_per_problem=8,
-    )  # fmt: skip
-    run_dir = tmp / "run"
-    result = runner.invoke(app, ["label", str(traces), "--out", str(run_dir)])
-    assert result.exit_code == 0, result.output
+    tmp = tmp_path_factory.mktemp(f"estimators-{request.param}")
+    if request.param == "demo":
+        result = runner.invoke(app, ["demo", "--out", str(tmp / "demo")])
+        assert result.exit_code == 0, result.output
+        traces, run_dir = tmp / "demo" / "traces.jsonl", tmp / "demo" / "labels"
+    else:
+        traces = make_synthetic_run(
+            tmp / "traces.jsonl", seed=2, n_checkpoints=5, problems_per_dataset=12,
+            samples_per_problem=8,
+        )  # fmt: skip
+        run_dir = tmp / "run"
+        result = runner.invoke(app, ["label", str(traces), "--out", str(run_dir)])
+        assert result.exit_code == 0, result.output
     # the judge's answers: its types, and "other" for a person where it abstained (no type)
     ok = sorted(
         (lab.checkpoint or "", t, lab.error_type or "other")

@@ -73,8 +73,12 @@ PUBLIC = {
         "load_taxonomy",
     ],
     "misstep.defaults": [
+        "DEFAULT_SEED",
+        "AnalysisDefaults",
         "DiscoverDefaults",
         "JudgeDefaults",
+        "ReviewDefaults",
+        "SampleDefaults",
         "SelectDefaults",
     ],
     "misstep.verdict": [

@@ -339,12 +339,15 @@ def test_server_url_and_loopback(fx: Fixture) -> None:
 
 
 def test_a_busy_port_is_an_option_error(fx: Fixture) -> None:
+    from misstep.cli._errors import flag_of
     from misstep.errors import OptionError
     from misstep.review import make_server
 
     data = review_data(fx)
-    with serving(data) as server, pytest.raises(OptionError, match="--host/--port"):
+    with serving(data) as server, pytest.raises(OptionError, match="address=") as caught:
         make_server(data, port=server.port)
+    assert caught.value.option == "address"  # a field: the CLI says --host/--port
+    assert flag_of(caught.value.option) == "--host/--port"
 
 
 def test_search_sort_and_not_yet_labelled(fx: Fixture) -> None:

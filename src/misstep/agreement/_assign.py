@@ -17,6 +17,7 @@ import math
 import random
 from collections.abc import Sequence
 
+from misstep.defaults import SampleDefaults
 from misstep.errors import OptionError
 
 __all__ = ["assign_annotators"]
@@ -26,7 +27,7 @@ def assign_annotators(
     trace_ids: Sequence[str],
     annotators: Sequence[str],
     *,
-    overlap: float = 0.0,
+    overlap: float = SampleDefaults.overlap,
     rng: random.Random | None = None,
 ) -> dict[str, list[str]]:
     """trace_id -> the people who label it (one, or two for a share ``overlap`` of the
@@ -34,16 +35,14 @@ def assign_annotators(
     ``SystemRandom``; tests pass a seeded one). OptionError for an empty or repeated name list,
     an overlap outside [0, 1], or an overlap with one person."""
     if not annotators:
-        raise OptionError(option="--annotators", value="", allowed="one name or more")
+        raise OptionError(option="annotators", value="", allowed="one name or more")
     if len(set(annotators)) != len(annotators):
-        raise OptionError(
-            option="--annotators", value=",".join(annotators), allowed="distinct names"
-        )
+        raise OptionError(option="annotators", value=",".join(annotators), allowed="distinct names")
     if not 0.0 <= overlap <= 1.0 or math.isnan(overlap):
-        raise OptionError(option="--overlap", value=overlap, allowed="a share in [0, 1]")
+        raise OptionError(option="overlap", value=overlap, allowed="a share in [0, 1]")
     if overlap > 0 and len(annotators) < 2:
         raise OptionError(
-            option="--overlap",
+            option="overlap",
             value=overlap,
             allowed="with two annotators or more",
             hint="name the people who share the traces: --annotators alice,bob",

@@ -15,6 +15,7 @@ from misstep.agreement._labelled import LabelledRun
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.errors import AnalysisError
 from misstep.labels import ADJUDICATOR, HumanLabel, human_consensus
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED
 
 __all__ = ["Raters", "compare_raters", "gather_raters"]
 
@@ -74,8 +75,8 @@ def compare_raters(
     *,
     categories: Sequence[str],
     by: str | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
 ) -> AgreementReport:
     """The agreement report of ``raters`` (repeated per group of ``raters.groups`` with
     ``by``), with how many traces have a human consensus type and, per judge run, the test of

@@ -275,7 +275,7 @@ def write_task(
     path = Path(out)
     if assigned is not None and fmt == "labelstudio":
         raise OptionError(
-            option="--annotators",
+            option="annotators",
             value=",".join(sorted({a for people in assigned.values() for a in people})),
             allowed="with --format jsonl or csv",
             hint="Label Studio spreads tasks over its own users (project settings, overlap)",

@@ -68,6 +68,7 @@ def quote(value: object) -> str:
 
 
 FIELD_FLAGS: dict[str, str] = {
+    "address": "--host/--port",
     "backend": "--judge",
     "deadline_s": "--deadline",
     "engine_args": "--engine-arg",
@@ -78,7 +79,8 @@ FIELD_FLAGS: dict[str, str] = {
     "timeout_s": "--timeout",
 }
 """The fields whose flag is not their name with dashes (``max_tokens``: ``--max-tokens``;
-``n_boot``: ``--n-boot``): domain code names fields in an ``OptionError``, never a flag."""
+``n_boot``: ``--n-boot``): domain code names fields in an ``OptionError``, never a flag
+(``tests/test_option_names.py``). ``address`` is review's bind address, its host and port."""
 
 
 def flag_of(option: str) -> str:

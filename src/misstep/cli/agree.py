@@ -25,6 +25,7 @@ from misstep.cli._options import (
     label_run,
 )
 from misstep.cli.sample import plan, sample
+from misstep.defaults import DEFAULT_SEED, AnalysisDefaults
 from misstep.errors import AnalysisError, OptionError
 
 if TYPE_CHECKING:
@@ -77,8 +78,8 @@ def agree(
         typer.Option(
             "--n-boot", metavar="INT", min=0, help="Bootstrap resamples for the intervals."
         ),
-    ] = 1000,
-    seed: SeedOpt = 0,
+    ] = AnalysisDefaults.n_boot,
+    seed: SeedOpt = DEFAULT_SEED,
     input_format: InputFormatOpt = None,
     path_fields: PathFieldsOpt = None,
     column_map: MapOpt = None,

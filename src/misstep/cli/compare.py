@@ -18,6 +18,7 @@ from misstep.cli._options import (
     TextFormat,
     reads_traces,
 )
+from misstep.defaults import DEFAULT_SEED, AnalysisDefaults
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -81,9 +82,9 @@ def compare(
     ] = TextFormat.text,
     n_perm: Annotated[
         int, typer.Option("--n-perm", metavar="INT", min=100, help="Permutations for p.")
-    ] = 2000,
+    ] = AnalysisDefaults.n_perm,
     reading: Reading = READING,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = DEFAULT_SEED,
 ) -> None:
     """Two evaluations on their shared problems: the paired difference with an interval and
     a permutation p-value, the problems that flipped, and what else differs."""

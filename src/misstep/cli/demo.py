@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from misstep.cli._errors import err_console, handles_errors
+from misstep.defaults import DEFAULT_SEED
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -60,7 +61,7 @@ def demo(
     ] = Path("demo-run"),
     seed: Annotated[
         int, typer.Option("--seed", metavar="INT", help="Seed of the synthetic run.")
-    ] = 0,
+    ] = DEFAULT_SEED,
 ) -> None:
     """Run the whole chain on the bundled SYNTHETIC example run with the rules judge.
 

@@ -38,6 +38,7 @@ from misstep.cli._options import (
     parse_ks,
     reads_traces,
 )
+from misstep.defaults import DEFAULT_SEED
 
 if TYPE_CHECKING:
     from misstep.agreement import AnalysisConfig
@@ -228,7 +229,7 @@ def register(app: typer.Typer) -> None:
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
-        seed: SeedOpt = 0,
+        seed: SeedOpt = DEFAULT_SEED,
         estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
         simultaneous: SimultaneousOpt = False,
         by: Annotated[
@@ -276,7 +277,7 @@ def register(app: typer.Typer) -> None:
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
-        seed: SeedOpt = 0,
+        seed: SeedOpt = DEFAULT_SEED,
         estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
         simultaneous: SimultaneousOpt = False,
         by: Annotated[

@@ -27,6 +27,8 @@ from misstep.cli._options import (
     parse_strata,
     reads_traces,
 )
+from misstep.defaults import DEFAULT_SEED, SampleDefaults
+from misstep.defaults import ReviewDefaults as R
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -141,10 +143,10 @@ def register(app: typer.Typer) -> None:
         annotators: AnnotatorsOpt = None,
         adjudicators: AdjudicatorsOpt = None,
         blind: BlindOpt = False,
-        host: HostOpt = "127.0.0.1",
-        port: PortOpt = 0,
-        queue_n: QueueNOpt = 200,
-        stratify: StratifyOpt = "checkpoint,error_type",
+        host: HostOpt = R.host,
+        port: PortOpt = R.port,
+        queue_n: QueueNOpt = R.queue_n,
+        stratify: StratifyOpt = SampleDefaults.stratify,
         task: TaskOpt = None,
         adjudicate: AdjudicateOpt = False,
         with_judge: WithJudgeOpt = False,
@@ -153,7 +155,7 @@ def register(app: typer.Typer) -> None:
         reading: Reading = READING,
         labels_from_other_input: LabelSubsetOpt = False,
         judge_id: JudgeIdOpt = None,
-        seed: SeedOpt = 0,
+        seed: SeedOpt = DEFAULT_SEED,
     ) -> None:
         """Browse the traces behind the numbers, label them, and adjudicate disagreements,
         in a local web app.

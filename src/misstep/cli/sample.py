@@ -28,6 +28,8 @@ from misstep.cli._options import (
     parse_strata,
     reads_traces,
 )
+from misstep.defaults import DEFAULT_SEED
+from misstep.defaults import SampleDefaults as S
 from misstep.errors import AnalysisError, OptionError
 
 if TYPE_CHECKING:
@@ -100,7 +102,7 @@ def sample(
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="PATH", help="Annotation task file to write.")
     ],
-    n: Annotated[int, typer.Option("--n", metavar="INT", min=1, help="Traces to sample.")] = 200,
+    n: Annotated[int, typer.Option("--n", metavar="INT", min=1, help="Traces to sample.")] = S.n,
     stratify: Annotated[
         str,
         typer.Option(
@@ -108,11 +110,11 @@ def sample(
             metavar="FIELDS",
             help="Comma-separated strata among checkpoint, dataset, error_type, problem_id.",
         ),
-    ] = "checkpoint,error_type",
+    ] = S.stratify,
     allocation: Annotated[
         AllocationChoice, typer.Option("--allocation", help="proportional or equal per stratum.")
     ] = AllocationChoice.proportional,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = DEFAULT_SEED,
     output: Annotated[
         TaskFormat | None,
         typer.Option("--format", help="jsonl, csv or labelstudio; default: from --out's suffix."),
@@ -125,7 +127,7 @@ def sample(
     halfwidth: HalfwidthOpt = None,
     human: HumanOpt = None,
     annotators: AnnotatorsOpt = None,
-    overlap: OverlapOpt = 0.0,
+    overlap: OverlapOpt = S.overlap,
 ) -> None:
     """Write a stratified random sample of judged traces as a blind annotation task."""
     fields = parse_strata(stratify)
@@ -266,7 +268,7 @@ def plan(
     reading: Reading = READING,
     labels_from_other_input: LabelSubsetOpt = False,
     judge_id: JudgeIdOpt = None,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = DEFAULT_SEED,
 ) -> None:
     """How many traces people must label per checkpoint for a given interval half-width."""
     from misstep.agreement import plan_labels

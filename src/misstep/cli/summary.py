@@ -37,6 +37,7 @@ from misstep.cli._options import (
     parse_ks,
     reads_traces,
 )
+from misstep.defaults import DEFAULT_SEED
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ def summary(
         SummaryFormat, typer.Option("--format", help="table, json or csv (data alone on stdout).")
     ] = SummaryFormat.table,
     reading: Reading = READING,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = DEFAULT_SEED,
     labels: Annotated[
         Path | None,
         typer.Option(

@@ -21,6 +21,7 @@ from misstep.cli._options import (
     check_input,
     reads_traces,
 )
+from misstep.defaults import DEFAULT_SEED
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def voting(
         TableFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
     ] = TableFormat.table,
     reading: Reading = READING,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = DEFAULT_SEED,
     selections: Annotated[
         Path | None,
         typer.Option(

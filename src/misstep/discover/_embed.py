@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from misstep.defaults import DEFAULT_SEED
 from misstep.errors import OptionError
 
 __all__ = ["EMBEDDINGS", "Embedding", "embed_texts", "wordllama_available"]
@@ -111,7 +112,7 @@ def _tfidf(texts: list[str], seed: int) -> FloatArray:
 
 
 def embed_texts(
-    texts: list[str], embedding: Embedding = "wordllama", *, seed: int = 0
+    texts: list[str], embedding: Embedding = "wordllama", *, seed: int = DEFAULT_SEED
 ) -> FloatArray:
     """One unit-length row per text. ``wordllama`` needs the ``misstep[discover]`` extra
     (OptionError with the install hint otherwise); ``tfidf`` needs only scikit-learn."""

@@ -13,6 +13,8 @@ from typing import Literal
 
 import numpy as np
 
+from misstep.defaults import DEFAULT_SEED
+
 __all__ = ["PLANTED_KEY", "PlantedSet", "planted_set"]
 
 PLANTED_KEY = "units"
@@ -115,7 +117,7 @@ class PlantedSet:
 def planted_set(
     n: int,
     *,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     split: Literal["dev", "held_out"] = "dev",
     checkpoints: int = 4,
     share: tuple[float, float] = (0.04, 0.16),

@@ -17,6 +17,8 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from misstep.defaults import DEFAULT_SEED
+
 __all__ = ["label_sample"]
 
 
@@ -45,7 +47,7 @@ def label_sample(
     per_stratum: int | None = None,
     total: int | None = None,
     include_correct: bool = False,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> dict[str, float] | None:
     """``trace_id -> inclusion probability`` of the traces to judge, or None without a budget
     (judge them all). Traces that would be judged but are not in the mapping are left out."""

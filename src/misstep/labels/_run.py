@@ -44,6 +44,7 @@ import orjson
 import pandas as pd
 from pydantic import BaseModel
 
+from misstep.defaults import DEFAULT_SEED
 from misstep.errors import LabelStoreError, OptionError
 from misstep.labels._budget import label_sample
 from misstep.labels._lock import run_dir_lock
@@ -352,7 +353,7 @@ class LabelRun:
         judge_id: str,
         digest: str,
         options: RunOptions,
-        seed: int = 0,
+        seed: int = DEFAULT_SEED,
     ) -> Iterator[LabelRun]:
         """The run directory, open for this judge until the block ends (steps 2-6 of the module
         docstring; ``digest`` from :meth:`check_input`; ``seed``: the label budget's draw, the

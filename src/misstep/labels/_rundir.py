@@ -216,11 +216,11 @@ def gather_human_files(given: Iterable[str | Path], runs: Iterable[str | Path] =
     return files
 
 
-def find_label_run(path: Path, option: str = "--labels") -> Path:
+def find_label_run(path: Path, option: str = "labels") -> Path:
     """The label run at ``path``: ``path`` itself when it is a labels file or a run directory
     (one holding labels.jsonl), else the one run directory inside it (the demo's ``demo-run``
     -> ``demo-run/labels``). Several inside, or none: a LabelStoreError naming what to pass as
-    ``option``."""
+    ``option`` (the field; the CLI passes its flag)."""
     if not path.is_dir() or RunDir(path).labels.exists():
         return path
     found = sorted(p.parent for p in path.glob(f"*/{LABELS_FILE}"))

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from misstep.defaults import DEFAULT_SEED as _DEFAULT_SEED
+from misstep.defaults import AnalysisDefaults
+
 __all__ = [
     "DEFAULT_N_BOOT",
     "DEFAULT_SEED",
@@ -29,11 +32,11 @@ __all__ = [
     "stratify",
 ]
 
-DEFAULT_N_BOOT = 1000
+DEFAULT_N_BOOT = AnalysisDefaults.n_boot
 """Bootstrap resamples behind an interval when none is asked for (every command's default)."""
-LEVEL = 0.95
+LEVEL = AnalysisDefaults.level
 """Confidence level of an interval when none is asked for (every command's default)."""
-DEFAULT_SEED = 0
+DEFAULT_SEED = _DEFAULT_SEED
 """Seed of every random step when none is asked for (every command's default)."""
 
 FloatArray = npt.NDArray[np.float64]

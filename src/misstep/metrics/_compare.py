@@ -34,6 +34,7 @@ import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from misstep.defaults import AnalysisDefaults
 from misstep.errors import AnalysisError, OptionError
 from misstep.metrics._answer_stats import agreement_means
 from misstep.metrics._bootstrap import DEFAULT_SEED
@@ -215,7 +216,7 @@ def compare_runs(
     b: pd.DataFrame,
     *,
     metric: str = "maj",
-    n_perm: int = 2000,
+    n_perm: int = AnalysisDefaults.n_perm,
     n_resample: int = 500,
     seed: int = DEFAULT_SEED,
 ) -> Comparison:

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from misstep.agreement import AnalysisConfig, load_labelled_run
+from misstep.defaults import DEFAULT_SEED
 from misstep.judge import JudgeConfig
 from misstep.metrics import CheckpointMetrics, coverage, vote_metrics
 from misstep.pipelines._analyse import analyse_run, write_run_report
@@ -59,7 +60,7 @@ def _write_json(path: Path, data: object) -> Path:
 def run_demo(
     out_dir: str | Path,
     *,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     label_progress: Callable[[LabelProgress], None] | None = None,
 ) -> DemoResult:
     """Run the whole chain on the synthetic example run into ``out_dir``. Re-running resumes

@@ -29,6 +29,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import IO
 
+from misstep.defaults import DEFAULT_SEED
+
 __all__ = [
     "SYNTHETIC_PLANTED_ERROR_TYPE",
     "SYNTHETIC_PLANTED_STEP",
@@ -266,7 +268,7 @@ def _open(path: Path) -> IO[str]:
 def make_synthetic_run(
     out_path: str | Path,
     *,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     n_checkpoints: int = 5,
     problems_per_dataset: int = 40,
     samples_per_problem: int = 16,

@@ -25,6 +25,7 @@ import orjson
 import pandas as pd
 
 from misstep.agreement import LabelledRun
+from misstep.defaults import DEFAULT_SEED, ReviewDefaults
 from misstep.errors import LabelStoreError, OptionError
 from misstep.labels import (
     ADJUDICATOR,
@@ -174,13 +175,13 @@ class ReviewData:
         *,
         judge_id: str | None = None,
         blind: bool = False,
-        queue_n: int = 200,
+        queue_n: int = ReviewDefaults.queue_n,
         queue_stratify: Sequence[str] = ("checkpoint", "error_type"),
         task: Path | None = None,
         adjudicate: bool = False,
         with_judge: bool = False,
         hide_names: bool = False,
-        seed: int = 0,
+        seed: int = DEFAULT_SEED,
         order_key: bytes | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> None:

@@ -69,6 +69,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from misstep.defaults import ReviewDefaults
 from misstep.errors import MisstepError, OptionError
 from misstep.labels import ADJUDICATOR, check_annotator
 from misstep.review._data import BadRequest, ReviewData, TraceFilter
@@ -172,10 +173,10 @@ def make_grants(
             raise OptionError(option=option, value=",".join(twice), allowed="each name once")
         return list(names)
 
-    people = named(annotators, "--annotators")
-    judges = named(adjudicators, "--adjudicators")
+    people = named(annotators, "annotators")
+    judges = named(adjudicators, "adjudicators")
     if judges and not adjudicate:
-        raise OptionError(option="--adjudicators", value="given", allowed="with --adjudicate")
+        raise OptionError(option="adjudicators", value="given", allowed="with --adjudicate")
 
     def fresh() -> str:
         return secrets.token_urlsafe(32)
@@ -357,7 +358,7 @@ class ReviewServer:
         except OSError as exc:
             self.socket.close()
             raise OptionError(
-                option="--host/--port",
+                option="address",
                 value=f"{host}:{port}",
                 allowed="an address of this machine and a free port (0: any)",
                 hint=f"cannot bind: {exc.strerror or exc}",
@@ -690,22 +691,23 @@ class ReviewServer:
 def make_server(
     data: ReviewData,
     *,
-    host: str = "127.0.0.1",
-    port: int = 0,
+    host: str = ReviewDefaults.host,
+    port: int = ReviewDefaults.port,
     token: str | None = None,
     annotator: str | None = None,
     annotators: Sequence[str] = (),
     adjudicators: Sequence[str] = (),
     request_timeout: float = REQUEST_TIMEOUT,
 ) -> ReviewServer:
-    """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves.
+    """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves. An
+    address it cannot bind is an ``OptionError`` on ``address`` (the host and port).
 
     Tokens (``make_grants``): one per person of ``annotators`` (else one shared, ``token``
     or a random one, whose requests name their annotator, ``annotator`` by default); with
     ``data.adjudicate_mode``, one per person of ``adjudicators`` (else one shared)."""
     if annotator is not None and annotators:
         raise OptionError(
-            option="--annotator",
+            option="annotator",
             value=annotator,
             allowed="not with --annotators (each of their URLs names its person)",
         )

@@ -112,7 +112,7 @@ class _Parser:
     __slots__ = ("exact", "max_bits", "mp", "point", "pos", "symbols", "tokens")
 
     def __init__(
-        self, tokens: list[str], exact: bool, point: int = 0, max_bits: int = _MAX_BITS
+        self, tokens: list[str], exact: bool, point: int, max_bits: int = _MAX_BITS
     ) -> None:
         self.tokens = tokens
         self.max_bits = max_bits

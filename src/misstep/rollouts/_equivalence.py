@@ -69,6 +69,7 @@ from misstep.rollouts._structure import Interval, parse_structure, parse_union
 
 __all__ = [
     "DECIMAL_REL_TOL",
+    "MATH_VERIFY_TIMEOUT_S",
     "EquivalenceChecker",
     "EquivalenceStats",
     "ProblemResult",
@@ -83,6 +84,9 @@ __all__ = [
     "solve_here",
 ]
 
+MATH_VERIFY_TIMEOUT_S = 5.0
+"""Seconds one math-verify parse or comparison may take before it counts as not equivalent
+(``grade_traces``, ``answers_equivalent``, ``EquivalenceChecker``)."""
 DEFAULT_MAX_CLUSTER_PAIRS = 100_000
 """math-verify comparisons allowed per problem for grouping answers into classes. Answers are
 compared only with class representatives whose numeric value is near their own, so real
@@ -1099,7 +1103,7 @@ class EquivalenceChecker:
     """
 
     workers: int | None = None
-    timeout_s: float = 5.0
+    timeout_s: float = MATH_VERIFY_TIMEOUT_S
     max_cluster_pairs: int = DEFAULT_MAX_CLUSTER_PAIRS
     stall_grace_s: float = 5.0
     comparator: Comparator | None = None
@@ -1135,7 +1139,7 @@ class EquivalenceChecker:
     def _n_workers(self) -> int:
         return max(1, self.workers if self.workers is not None else (os.cpu_count() or 1))
 
-    def _ensure_pool(self, workers: int = 1) -> ProcessPoolExecutor:
+    def _ensure_pool(self, workers: int) -> ProcessPoolExecutor:
         """The pool, started with ``workers`` processes if there is none. It starts small
         (each worker spends about a second of CPU loading math-verify, and most runs leave
         math-verify a few answers) and ``_grow`` gives it every worker once work queues up."""
@@ -1380,7 +1384,7 @@ class EquivalenceChecker:
         return self._cache.get((gold_key, answer_key))
 
 
-def answers_equivalent(gold: str, answer: str, *, timeout_s: float = 5.0) -> bool:
+def answers_equivalent(gold: str, answer: str, *, timeout_s: float = MATH_VERIFY_TIMEOUT_S) -> bool:
     """Whether ``answer`` is equivalent to ``gold``: cheap keys first, then math-verify in a
     one-worker pool under ``timeout_s`` (over it counts as not equivalent)."""
     with EquivalenceChecker(workers=1, timeout_s=timeout_s) as checker:

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 from misstep.errors import InputError
 from misstep.rollouts._equivalence import (
     DEFAULT_MAX_CLUSTER_PAIRS,
+    MATH_VERIFY_TIMEOUT_S,
     EquivalenceChecker,
     EquivalenceStats,
     ProblemResult,
@@ -168,7 +169,7 @@ def grade_traces(
     *,
     regrade: bool = False,
     workers: int | None = None,
-    timeout_s: float = 5.0,
+    timeout_s: float = MATH_VERIFY_TIMEOUT_S,
     max_cluster_pairs: int = DEFAULT_MAX_CLUSTER_PAIRS,
     on_progress: Callable[[int], None] | None = None,
     stats: GradeStats | None = None,
