@@ -183,7 +183,7 @@ def main() -> None:
         base_labels = [
             lab.model_dump(mode="json")
             for lab in read_labels(base_dir).values()
-            if lab.status == "ok"
+            if lab.status in ("ok", "abstained")  # the judge's answers, typed or not
         ]
         big = work / "traces.jsonl"
         table = _replicate(args.base, base_run.table, args.traces, big)
