@@ -240,6 +240,7 @@ PUBLIC = {
         "problem_stats",
         "resample_counts",
         "share_ci",
+        "story_note",
         "story_of",
         "stratify",
         "verdict",
@@ -356,6 +357,7 @@ PUBLIC = {
     ],
     "misstep.link": [
         "LINK_STAGES",
+        "CheckpointSummary",
         "Finding",
         "LinkResult",
         "link_analysis",

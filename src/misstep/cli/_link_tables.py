@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from misstep.cli._errors import data, out_console
+from misstep.cli._summary_tables import change_cell
 
 if TYPE_CHECKING:
-    from misstep.link import LinkResult
+    from misstep.link import CheckpointSummary, LinkResult
 
 __all__ = ["print_link"]
 
@@ -20,6 +21,46 @@ def _pct_ci(ci: tuple[float, float] | None) -> str:
     return "" if ci is None else f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
 
 
+def _share_ci(value: float | None, ci: tuple[float, float] | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+
+
+def _vote_columns(r: LinkResult) -> tuple[list[str], list[str]]:
+    """The metric keys and the columns before the error types: accuracy with its interval
+    and its change in a one-sample run; else pass@1, maj@k and sc_gain@k and the
+    majority-vote failures ("-" for a checkpoint with one sample per problem)."""
+    if r.story == "one-sample":
+        return ["pass@1"], [
+            "problems",
+            "accuracy (pass@1) [95% interval]",
+            "change from previous (pp) [95% interval]",
+        ]
+    keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
+    return keys, [*keys, "MV failures (count)"]
+
+
+def _vote_cells(r: LinkResult, c: CheckpointSummary, keys: list[str]) -> list[str]:
+    if r.story == "one-sample":
+        first = r.checkpoints[0].checkpoint == c.checkpoint
+        return [
+            str(c.n_problems),
+            _share_ci(c.metrics.get("pass@1"), c.metrics_ci.get("pass@1")),
+            "" if first else change_cell(c.accuracy_change),
+        ]
+    vals = [c.metrics.get(m) for m in keys[1:]]
+    pass1 = c.metrics.get("pass@1")
+    return [
+        "-" if pass1 is None else f"{pass1:.3f}",
+        *[
+            "-" if v is None else f"{v:+.3f}" if "sc_gain" in m else f"{v:.3f}"
+            for m, v in zip(keys[1:], vals, strict=True)
+        ],
+        "-" if c.one_sample else str(c.majority_failures),
+    ]
+
+
 def print_link(r: LinkResult) -> None:
     """The text output of ``misstep link``: findings and notes, then the tables."""
     from rich.table import Table
@@ -27,7 +68,8 @@ def print_link(r: LinkResult) -> None:
     out = out_console
     out.print("[bold]Findings[/]")
     if not r.findings:
-        out.print("  no error type moved against sc_gain between consecutive checkpoints")
+        against = "" if r.story == "one-sample" else " against sc_gain"
+        out.print(f"  no error type moved{against} between consecutive checkpoints")
     for f in r.findings[:5]:
         tag = "[green]significant[/]" if f.significant else "[dim]not significant[/]"
         if f.p_value is None:
@@ -42,21 +84,16 @@ def print_link(r: LinkResult) -> None:
         title=f"per checkpoint (error types: share of labelled wrong traces, {which}; "
         "95% interval in brackets)"
     )
-    keys = ["pass@1"] + [f"{p}@{k}" for k in r.ks if k > 1 for p in ("maj", "sc_gain")]
-    columns = ["checkpoint", *keys, "MV failures (count)", "labelled (share)"]
+    keys, vote_columns = _vote_columns(r)
+    columns = ["checkpoint", *vote_columns, "labelled (share)"]
     columns += ["shares by (human labels)", *r.types]
     for col in columns:
         t.add_column(col, justify="left" if col == "checkpoint" else "right", overflow="fold")
     for c in r.checkpoints:
-        vals = [c.metrics.get(m) for m in keys]
         dist = c.error_dist
         t.add_row(
             data(c.checkpoint),
-            *[
-                "-" if v is None else f"{v:+.3f}" if "sc_gain" in m else f"{v:.3f}"
-                for m, v in zip(keys, vals, strict=True)
-            ],
-            str(c.majority_failures),
+            *_vote_cells(r, c, keys),
             "-" if c.labelled_share is None else f"{c.labelled_share:.2f} ({c.n_labelled})",
             (
                 f"{c.error_dist_estimator} ({c.n_human})"
@@ -118,7 +155,10 @@ def print_link(r: LinkResult) -> None:
         out.print(causes)
     if r.vote_transitions:
         v = Table(
-            title="full-n vote of the shared problems between consecutive checkpoints (count)"
+            title="answer of the shared problems between consecutive checkpoints (one sample "
+            "each; count)"
+            if r.story == "one-sample"
+            else "full-n vote of the shared problems between consecutive checkpoints (count)"
         )
         for col in ("from", "to", "right→right", "right→wrong", "wrong→right", "wrong→wrong"):
             v.add_column(col, justify="left" if col in ("from", "to") else "right", overflow="fold")

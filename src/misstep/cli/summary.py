@@ -107,7 +107,11 @@ def summary(
         default_ks,
         fitting_samples,
         max_samples,
+        one_sample_checkpoints,
+        order_checkpoints,
         problem_counts,
+        story_note,
+        story_of,
         vote_metrics,
     )
 
@@ -124,7 +128,15 @@ def summary(
     else:
         result = labelled_summary(labelled, ks, by_dataset=by_dataset, counts=counts)
         rows, records = result.rows, result.records(flat=output is SummaryFormat.csv)
-    for note in dict.fromkeys(note for row in rows for note in row.notes):
+    one = one_sample_checkpoints(counts)
+    checkpoints = order_checkpoints(counts.problems)
+    story = story_of(one, checkpoints)
+    said = story_note(story, one, checkpoints)
+    # A one-sample checkpoint's own notes (no pass@k for k > 1, no answer entropy) are what
+    # the story's one note says.
+    notes = [said] if said else []
+    notes += [note for row in rows if row.checkpoint not in one for note in row.notes]
+    for note in dict.fromkeys(notes):
         err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     error_table = None
     if labelled is not None:
@@ -141,10 +153,12 @@ def summary(
         flat = [_flatten(record) for record in records]
         typer.echo(pd.DataFrame.from_records(flat).to_csv(index=False), nl=False)
     else:
-        for table in summary_tables(rows, ks):
-            out_console.print(table)
+        tables: list[Any] = summary_tables(rows, ks, one_sample=one, story=story)
         if error_table is not None:
-            out_console.print(error_table)
+            # A one-sample run leads with accuracy and error types; a vote run ends with them.
+            tables.insert(2 if story == "one-sample" else len(tables), error_table)
+        for table in tables:
+            out_console.print(table)
 
 
 def _plot(labelled: LabelledRun, plot: Path) -> None:

@@ -45,6 +45,7 @@ from misstep.link._linkstats import (
     Correlation,
     RegressionResult,
     Transition,
+    VoteTable,
     coverage_table,
     dominant_transitions,
     finite,
@@ -62,11 +63,11 @@ from misstep.link._shifts import (
 )
 from misstep.metrics import (
     DEFAULT_KS,
-    ONE_SAMPLE_REASON,
     Change,
     Story,
     one_sample_checkpoints,
     order_checkpoints,
+    story_note,
     story_of,
 )
 
@@ -486,15 +487,13 @@ class _Parts:
     graded: pd.DataFrame
     shares: list[CheckpointShares]
     dists: Mapping[str, ErrorDistribution]
-    metrics: pd.DataFrame
-    metric_cis: Mapping[str, Mapping[str, Any]]
+    table: VoteTable
     votes: pd.DataFrame
     failed: pd.DataFrame
     mix: pd.DataFrame
     types: list[str]
     tm_by_ck: Mapping[str, dict[str, float | None]]
     causes_by_ck: Mapping[str, dict[str, float]]
-    accuracy_changes: Mapping[str, Change | None]
     one_sample: frozenset[str]
 
 
@@ -515,7 +514,7 @@ def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
     ci: dict[str, tuple[float, float] | None] = {}
     if d is not None and has:
         ci = dict((d.error_dist_ci if corrected else d.error_dist_raw_ci) or {})
-    metrics = parts.metrics
+    metrics = parts.table.metrics
     return CheckpointSummary(
         checkpoint=ck,
         step=int(step) if step is not None and pd.notna(step) else None,
@@ -529,10 +528,10 @@ def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
         },
         metrics_ci={
             c: (tuple(v) if v is not None else None)
-            for c, v in parts.metric_cis.get(ck, {}).items()
+            for c, v in parts.table.intervals.get(ck, {}).items()
         },
         one_sample=ck in parts.one_sample,
-        accuracy_change=parts.accuracy_changes.get(ck),
+        accuracy_change=parts.table.accuracy_changes.get(ck),
         error_dist=d.used if d is not None and has else None,
         error_dist_source="corrected" if corrected else "judge",
         error_dist_estimator=d.estimator if d is not None else "judge",
@@ -588,6 +587,56 @@ def _failure_records(failed: pd.DataFrame, mix: pd.DataFrame) -> list[dict[str, 
     return out
 
 
+@dataclass
+class _Votes:
+    """The run's story and the vote metrics the link reads."""
+
+    story: Story
+    one_sample: list[str]
+    notes: list[str]
+    ks: list[int]
+    k: int
+    table: VoteTable
+    sc: dict[str, float]
+    """sc_gain@k by checkpoint, where it is defined and k > 1."""
+    accuracy: dict[str, float]
+    """pass@1 by checkpoint."""
+
+    @property
+    def target(self) -> tuple[str, dict[str, float]]:
+        """What the correlations set the types against: sc_gain@k, or pass@1 where k = 1
+        (no vote)."""
+        return (f"sc_gain@{self.k}", self.sc) if self.k > 1 else ("pass@1", self.accuracy)
+
+
+def _votes(graded: pd.DataFrame, checkpoints: list[str], ks: Sequence[int], seed: int) -> _Votes:
+    """The story (``metrics.story_of``), its note, the ks and the vote table: the vote
+    story's k is capped by the fewest samples of a problem of the checkpoints that have
+    several (a one-sample checkpoint would cap it at 1 for all)."""
+    one_sample = one_sample_checkpoints(graded)
+    story = story_of(one_sample, checkpoints)
+    said = story_note(story, one_sample, checkpoints)
+    voting = graded if story != "mixed" else graded[~graded["checkpoint"].isin(one_sample)]
+    n_min = int(voting.groupby(PROBLEM_KEY, sort=False).size().min())
+    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
+    k = ks_used[-1]
+    table = vote_table(graded, ks_used, seed)
+    rows = table.metrics.to_dict("index")
+    # sc_gain@1 is 0 by definition: with k = 1 there is no vote to narrate against.
+    sc = {
+        ck: float(rows[ck][f"sc_gain@{k}"])
+        for ck in checkpoints
+        if k > 1 and ck in rows and np.isfinite(rows[ck][f"sc_gain@{k}"])
+    }
+    accuracy = {
+        ck: float(rows[ck]["pass@1"])
+        for ck in checkpoints
+        if ck in rows and np.isfinite(rows[ck]["pass@1"])
+    }
+    notes = [] if said is None else [said]
+    return _Votes(story, one_sample, notes, ks_used, k, table, sc, accuracy)
+
+
 def link_analysis(
     labelled: LabelledRun,
     *,
@@ -614,29 +663,9 @@ def link_analysis(
         raise AnalysisError("the graded table is empty: nothing to analyse")
     checkpoints = list(order_checkpoints(graded))
     notes: list[str] = []
-    one_sample = one_sample_checkpoints(graded)
-    story = story_of(one_sample, checkpoints)
-    notes += _story_notes(story, one_sample, checkpoints)
-    # The vote story's k: capped by the fewest samples of a problem of the checkpoints that
-    # have several (a one-sample checkpoint would cap it at 1 for all).
-    voting = graded if story != "mixed" else graded[~graded["checkpoint"].isin(one_sample)]
-    n_min = int(voting.groupby(PROBLEM_KEY, sort=False).size().min())
-    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
-    k = ks_used[-1]
-    table = vote_table(graded, ks_used, seed)
-    metrics, sc_changes, metric_cis = table.metrics, table.sc_changes, table.intervals
-    metric_rows = metrics.to_dict("index")
-    # sc_gain@1 is 0 by definition: with k = 1 there is no vote to narrate against.
-    sc = {
-        ck: float(metric_rows[ck][f"sc_gain@{k}"])
-        for ck in checkpoints
-        if k > 1 and ck in metric_rows and np.isfinite(metric_rows[ck][f"sc_gain@{k}"])
-    }
-    accuracy = {
-        ck: float(metric_rows[ck]["pass@1"])
-        for ck in checkpoints
-        if ck in metric_rows and np.isfinite(metric_rows[ck]["pass@1"])
-    }
+    run = _votes(graded, checkpoints, ks, seed)
+    story, one_sample, k, table, sc = run.story, run.one_sample, run.k, run.table, run.sc
+    notes += run.notes
     types = labelled.categories
     human = labelled.human or None
     lab = _labels_frame(labelled.labels)
@@ -662,9 +691,8 @@ def link_analysis(
     c_shifts = cause_shifts(cause_values(graded), checkpoints, seed=seed)
 
     _stage(on_stage, "correlations across checkpoints")
-    target = (f"sc_gain@{k}", sc) if k > 1 else ("pass@1", accuracy)
     cors, causes_by_ck, tm_by_ck = _correlations(
-        graded, checkpoints, shares, seen, target, train_metrics, seed, notes
+        graded, checkpoints, shares, seen, run.target, train_metrics, seed, notes
     )
 
     _stage(on_stage, "per-problem regression")
@@ -680,13 +708,13 @@ def link_analysis(
         shifts=shifts,
         shares=shares,
         sc=sc,
-        sc_change={ck: c.get(k) for ck, c in sc_changes.items()},
+        sc_change={ck: c.get(k) for ck, c in table.sc_changes.items()},
         k=k,
         failures=failed,
         correlations=cors,
         transitions=transitions,
         cause_shifts=c_shifts,
-        accuracy=accuracy,
+        accuracy=run.accuracy,
         accuracy_change=table.accuracy_changes,
     )
     if not any(f.significant for f in findings):
@@ -697,20 +725,18 @@ def link_analysis(
         graded,
         shares,
         dists,
-        metrics,
-        metric_cis,
+        table,
         votes,
         failed,
         mix,
         types,
         tm_by_ck,
         causes_by_ck,
-        table.accuracy_changes,
         frozenset(one_sample),
     )
     return LinkResult(
         k=k,
-        ks=ks_used,
+        ks=run.ks,
         story=story,
         one_sample=one_sample,
         types=types,
@@ -734,24 +760,6 @@ def link_analysis(
 
 LINK_STAGES = 6
 """How many times ``link_analysis`` calls ``on_stage``: a progress bar's total."""
-
-
-def _story_notes(story: Story, one_sample: list[str], checkpoints: list[str]) -> list[str]:
-    """Say once why the vote metrics are left out, and for which checkpoints."""
-    if story == "one-sample":
-        return [
-            f"{ONE_SAMPLE_REASON}: maj@k, sc_gain, pass@k for k > 1, majority-vote failures "
-            "and answer entropy are left out; accuracy (pass@1) and error types per "
-            "checkpoint instead, each with its 95% interval"
-        ]
-    if story == "mixed":
-        rest = len(checkpoints) - len(one_sample)
-        return [
-            f"{', '.join(one_sample)}: {ONE_SAMPLE_REASON}; their vote metrics are left out "
-            f"(the vote story covers the other {rest} checkpoint(s)), their accuracy and "
-            "error types are shown"
-        ]
-    return []
 
 
 def _stage(on_stage: Callable[[str], None] | None, name: str) -> None:

@@ -25,7 +25,13 @@ from misstep.metrics._ks import (
 from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k, pass_at_k_one
-from misstep.metrics._samples import ONE_SAMPLE_REASON, Story, one_sample_checkpoints, story_of
+from misstep.metrics._samples import (
+    ONE_SAMPLE_REASON,
+    Story,
+    one_sample_checkpoints,
+    story_note,
+    story_of,
+)
 from misstep.metrics._votes import (
     Change,
     CheckpointChange,
@@ -72,6 +78,7 @@ __all__ = [
     "problem_stats",
     "resample_counts",
     "share_ci",
+    "story_note",
     "story_of",
     "stratify",
     "verdict",

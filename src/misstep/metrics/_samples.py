@@ -20,7 +20,13 @@ import pandas as pd
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._order import order_checkpoints
 
-__all__ = ["ONE_SAMPLE_REASON", "Story", "one_sample_checkpoints", "story_of"]
+__all__ = [
+    "ONE_SAMPLE_REASON",
+    "Story",
+    "one_sample_checkpoints",
+    "story_note",
+    "story_of",
+]
 
 ONE_SAMPLE_REASON = "one sample per problem: majority voting needs several"
 """The one sentence every command and the report give for leaving the vote metrics out."""
@@ -48,3 +54,21 @@ def story_of(one_sample: list[str] | set[str], checkpoints: list[str]) -> Story:
     if not single:
         return "votes"
     return "one-sample" if len(single) == len(set(checkpoints)) else "mixed"
+
+
+def story_note(story: Story, one_sample: list[str], checkpoints: list[str]) -> str | None:
+    """The one note that says why the vote metrics are left out, and for which checkpoints
+    (None for a ``votes`` run): every command that leaves them out prints this sentence."""
+    if story == "one-sample":
+        return (
+            f"{ONE_SAMPLE_REASON}: maj@k, sc_gain, pass@k for k > 1, majority-vote failures "
+            "and answer entropy are left out (not measured, not zero)"
+        )
+    if story == "mixed":
+        single = [ck for ck in checkpoints if ck in set(one_sample)]
+        rest = len(checkpoints) - len(single)
+        return (
+            f"{', '.join(single)}: {ONE_SAMPLE_REASON}; their vote metrics are left out "
+            f"(the vote story covers the other {rest} checkpoint(s))"
+        )
+    return None
