@@ -142,7 +142,7 @@ def _timed_report(graded: pd.DataFrame, labels: pd.DataFrame) -> dict[str, objec
     result = link_analysis(labelled_run_of(graded, labels))
     t1 = time.perf_counter()
     # What `misstep report` adds: the other aggregators and the pass@k / maj@k curves.
-    voting, curves = _voting_and_curves(graded, result.k)
+    voting, curves = _voting_and_curves(graded, result)
     with tempfile.TemporaryDirectory() as tmp:
         write_report(Path(tmp) / "report.html", result, labels=labels, voting=voting, curves=curves)
     t2 = time.perf_counter()

@@ -30,6 +30,8 @@ def _compact_table(rows: list[CheckpointMetrics]) -> Table:
     # The demo shows the headline columns only; `misstep summary` prints them all.
     from rich.table import Table
 
+    from misstep.metrics import verdict
+
     k = _DEMO_K
     table = Table(title="Vote metrics (synthetic run)", title_justify="left")
     for name in (
@@ -43,12 +45,14 @@ def _compact_table(rows: list[CheckpointMetrics]) -> Table:
         table.add_column(name, justify="left" if name in ("checkpoint", "dataset") else "right")
     for row in rows:
         gain = row.sc_gain_at_k.get(k)
+        # red only where the gain's interval lies below 0, never for one that covers 0
+        below = verdict(row.sc_gain_at_k_ci.get(k)) == "down"
         table.add_row(
             row.checkpoint,
             row.dataset,
             _f(row.pass_at_k.get(1)),
             _f(row.maj_at_k.get(k)),
-            "-" if gain is None else f"[red]{gain:+.3f}[/]" if gain < 0 else f"{gain:+.3f}",
+            "-" if gain is None else f"[red]{gain:+.3f}[/]" if below else f"{gain:+.3f}",
             f"{row.majority_failures} ({row.majority_failure_rate:.3f})",
         )
     return table

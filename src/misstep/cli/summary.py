@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from misstep.cli._analysis import DEFAULT_ESTIMATOR, EstimatorOpt, SimultaneousOpt, analysis_config
-from misstep.cli._error_table import ci_text as _ci
 from misstep.cli._error_table import error_type_table
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_input, load_run
@@ -37,6 +36,8 @@ from misstep.cli._options import (
     parse_ks,
     reads_traces,
 )
+from misstep.cli._summary_tables import fmt as _fmt
+from misstep.cli._summary_tables import summary_tables
 from misstep.defaults import DEFAULT_SEED
 from misstep.errors import OptionError
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from misstep.agreement import LabelledRun
-    from misstep.metrics import Change, CheckpointMetrics, Coverage
+    from misstep.metrics import Coverage
 
 __all__ = ["register"]
 
@@ -55,106 +56,6 @@ class SummaryFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
-
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"  # undefined in the metrics layer (null in JSON); a note says why
-    text = f"{value:+.3f}" if signed else f"{value:.3f}"
-    if signed and value < 0:
-        return f"[red]{text}[/]"
-    return text
-
-
-def _new_table(title: str, rows: list[CheckpointMetrics]) -> tuple[Table, bool]:
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    table.add_column("checkpoint", overflow="fold")
-    with_dataset = len({row.dataset for row in rows}) > 1
-    if with_dataset:
-        table.add_column("dataset", overflow="fold")
-    return table, with_dataset
-
-
-def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]:
-    votes, with_dataset = _new_table("Vote metrics per checkpoint (shares of problems)", rows)
-    for k in ks:
-        for prefix in ("pass", "maj", "sc_gain"):
-            votes.add_column(f"{prefix}@{k}", justify="right", overflow="fold")
-    answers, _ = _new_table("Answers and outcomes per checkpoint", rows)
-    columns = (
-        "problems (count)",
-        "samples (count)",
-        "entropy (bits)",
-        "top1 (share)",
-        "wrong cons. (share)",
-        "MV failures (count, share)",
-        "correct (count)",
-        "wrong (count)",
-        "truncated (count)",
-        "no answer (count)",
-    )
-    for name in columns:
-        answers.add_column(name, justify="right", overflow="fold")
-    for row in rows:
-        head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
-        cells: list[Any] = list(head)
-        for k in ks:
-            se = f" ±{row.maj_at_k_se[k]:.3f}" if k in row.maj_at_k_se else ""
-            cells += [
-                _fmt(row.pass_at_k[k]) + _ci(row.pass_at_k_ci.get(k)),
-                _fmt(row.maj_at_k[k]) + se + _ci(row.maj_at_k_ci.get(k)),
-                _fmt(row.sc_gain_at_k[k], signed=True) + _ci(row.sc_gain_at_k_ci.get(k), True),
-            ]
-        votes.add_row(*cells)
-        answers.add_row(
-            *head,
-            str(row.n_problems),
-            str(row.n_samples),
-            _fmt(row.answer_entropy),
-            _fmt(row.top1_share),
-            _fmt(row.wrong_consistency),
-            f"{row.majority_failures} ({row.majority_failure_rate:.3f})",
-            str(row.n_correct),
-            str(row.n_wrong),
-            str(row.n_truncated),
-            str(row.n_no_answer),
-        )
-    tables = [votes, answers]
-    changes = [row for row in rows if row.change is not None]
-    if changes:
-        table, _ = _new_table(
-            "Change from the previous checkpoint, paired over the problems both have "
-            "(percentage points, 95% interval, verdict)",
-            rows,
-        )
-        table.add_column("from", overflow="fold")
-        table.add_column("shared problems", justify="right")
-        table.add_column("pass@1", justify="right")
-        for k in ks:
-            table.add_column(f"sc_gain@{k}", justify="right")
-        for row in changes:
-            change = row.change
-            assert change is not None  # filtered above
-            head = [data(row.checkpoint)] + ([data(row.dataset)] if with_dataset else [])
-            table.add_row(
-                *head,
-                data(change.previous),
-                str(change.n_shared),
-                _change_cell(change.pass_at_1),
-                *(_change_cell(change.sc_gain_at_k.get(k)) for k in ks),
-            )
-        tables.append(table)
-    return tables
-
-
-def _change_cell(change: Change | None) -> str:
-    if change is None:
-        return "-"
-    ci = "" if change.ci is None else f" [{100 * change.ci[0]:+.1f}, {100 * change.ci[1]:+.1f}]"
-    text = f"{100 * change.delta:+.1f} pp{ci} {change.verdict}"
-    return text if change.verdict == "within noise" else f"[bold]{text}[/]"
 
 
 def summary(
@@ -207,7 +108,11 @@ def summary(
         default_ks,
         fitting_samples,
         max_samples,
+        one_sample_checkpoints,
+        order_checkpoints,
         problem_counts,
+        story_note,
+        story_of,
         vote_metrics,
     )
 
@@ -224,7 +129,15 @@ def summary(
     else:
         result = labelled_summary(labelled, ks, by_dataset=by_dataset, counts=counts)
         rows, records = result.rows, result.records(flat=output is SummaryFormat.csv)
-    for note in dict.fromkeys(note for row in rows for note in row.notes):
+    one = one_sample_checkpoints(counts)
+    checkpoints = order_checkpoints(counts.problems)
+    story = story_of(one, checkpoints)
+    said = story_note(story, one, checkpoints)
+    # A one-sample checkpoint's own notes (no pass@k for k > 1, no answer entropy) are what
+    # the story's one note says.
+    notes = [said] if said else []
+    notes += [note for row in rows if row.checkpoint not in one for note in row.notes]
+    for note in dict.fromkeys(notes):
         err_console.print(f"note: {note}", markup=False, soft_wrap=True)
     error_table = None
     if labelled is not None:
@@ -241,10 +154,12 @@ def summary(
         flat = [_flatten(record) for record in records]
         typer.echo(pd.DataFrame.from_records(flat).to_csv(index=False), nl=False)
     else:
-        for table in _summary_tables(rows, ks):
-            out_console.print(table)
+        tables: list[Any] = summary_tables(rows, ks, one_sample=one, story=story)
         if error_table is not None:
-            out_console.print(error_table)
+            # A one-sample run leads with accuracy and error types; a vote run ends with them.
+            tables.insert(2 if story == "one-sample" else len(tables), error_table)
+        for table in tables:
+            out_console.print(table)
 
 
 def _plot(labelled: LabelledRun, plot: Path) -> None:

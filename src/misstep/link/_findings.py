@@ -6,7 +6,9 @@ that adjusted p-value is below ``ALPHA``. Ranking, best first:
 
 1. significant type changes that move against sc_gain (a type rose where sc_gain fell, or fell
    where it rose) where the sc_gain change itself is beyond noise (its paired 95% interval
-   excludes 0), by the size of the change (|Cohen's h|);
+   excludes 0), by the size of the change (|Cohen's h|); where either checkpoint has no
+   sc_gain@k with k > 1 (one sample per problem: nothing to vote over), every significant type
+   change instead, told beside the change of accuracy (pass@1) with its interval;
 2. significant rank correlations across checkpoints, by adjusted p then |rho|;
 3. the same kinds when not significant (at most ``MAX_WEAK`` of them, smallest p first),
    stated as such;
@@ -153,6 +155,62 @@ def _type_shift_findings(
             (strong if f.significant else weak).append(((0, -abs(c.cohen_h)), f))
 
 
+def _accuracy_move(
+    before: str,
+    after: str,
+    accuracy: Mapping[str, float],
+    change: Change | None,
+) -> str:
+    """``accuracy (pass@1) went from 0.425 to 0.500 (+7.5 pp, 95% interval [...], within
+    noise)``: the context of a type change where there is no vote to narrate against."""
+    text = f"accuracy (pass@1) went from {accuracy[before]:.3f} to {accuracy[after]:.3f}"
+    if change is not None and change.ci is not None:
+        text += (
+            f" ({100 * change.delta:+.1f} pp, 95% interval [{100 * change.ci[0]:+.1f}, "
+            f"{100 * change.ci[1]:+.1f}] pp"
+            + (", within noise)" if change.verdict == "within noise" else ")")
+        )
+    return text
+
+
+def _accuracy_shift_findings(
+    shifts: list[Shift],
+    sc: Mapping[str, float],
+    accuracy: Mapping[str, float],
+    accuracy_change: Mapping[str, Change | None],
+    strong: list[tuple[tuple[float, ...], Finding]],
+    weak: list[tuple[tuple[float, ...], Finding]],
+) -> None:
+    """Type shifts between checkpoints that lack sc_gain@k (one sample per problem): each
+    tested change, with the accuracy change beside it. Significant when the type change's
+    adjusted p-value is below ``ALPHA`` (its own test; accuracy is context, not a premise)."""
+    for s in shifts:
+        if (s.before in sc and s.after in sc) or s.before not in accuracy:
+            continue
+        if s.after not in accuracy:
+            continue
+        context = _accuracy_move(s.before, s.after, accuracy, accuracy_change.get(s.after))
+        for c in s.changes:
+            if c.p_value is None or c.delta == 0:
+                continue
+            moved = "rose" if c.delta > 0 else "fell"
+            text = (
+                f"At {s.after} {c.error_type} {moved} from {_pct(c.share_before)} to "
+                f"{_pct(c.share_after)} of wrong traces ({_p(c.p_value)}); {context}."
+            )
+            f = Finding(
+                rank=0,
+                kind="type_shift",
+                checkpoint=s.after,
+                error_type=c.error_type,
+                effect=c.cohen_h,
+                p_value=c.p_value,
+                significant=c.p_value < ALPHA,
+                sentence=text,
+            )
+            (strong if f.significant else weak).append(((0, -abs(c.cohen_h)), f))
+
+
 def _cause_findings(
     cause_shifts: list[CauseShift],
     sc: dict[str, float],
@@ -189,21 +247,29 @@ def _cause_findings(
         (strong if significant else weak).append(((0, -abs(cs.effect or 0.0)), f))
 
 
+def _value(name: str, value: float) -> str:
+    return f"{value:.3f}" if name == "pass@1" else f"{value:+.3f}"
+
+
 def _correlation_findings(
     correlations: list[Correlation],
     shares: list[CheckpointShares],
-    sc: dict[str, float],
+    sc: Mapping[str, float],
+    accuracy: Mapping[str, float],
     k: int,
     strong: list[tuple[tuple[float, ...], Finding]],
     weak: list[tuple[tuple[float, ...], Finding]],
 ) -> None:
     """Correlations across checkpoints, appended to ``strong`` / ``weak``."""
     share_at = {cs.checkpoint: cs for cs in shares}
-    worst = min(sc, key=lambda ck: sc[ck]) if sc else None
     for cor in correlations:
+        # Against accuracy (pass@1) where there is no vote (one sample per problem).
+        target = accuracy if cor.y == "pass@1" or cor.x == "pass@1" else sc
+        name = "pass@1" if target is accuracy else f"sc_gain@{k}"
+        worst = min(target, key=lambda ck: target[ck]) if target else None
         if cor.rho is None or cor.p_value is None or worst is None:
             continue
-        if cor.kind == "type_vs_sc_gain":
+        if cor.kind in ("type_vs_sc_gain", "type_vs_accuracy"):
             at = share_at.get(worst)
             here = (
                 f" where {cor.x} is {_pct(at.shares[cor.x])}" if at and cor.x in at.shares else ""
@@ -212,7 +278,7 @@ def _correlation_findings(
                 f"Across {cor.n} checkpoints the share of {cor.x} among wrong traces "
                 f"{'moves against' if cor.rho < 0 else 'moves with'} {cor.y} "
                 f"(Spearman rho={cor.rho:+.2f}, permutation {_p(cor.p_value)}); "
-                f"{cor.y} is lowest at {worst} ({sc[worst]:+.3f}){here}."
+                f"{cor.y} is lowest at {worst} ({_value(name, target[worst])}){here}."
             )
             etype: str | None = cor.x
         else:
@@ -220,14 +286,17 @@ def _correlation_findings(
                 f"Across {cor.n} checkpoints {cor.x} and {cor.y} move "
                 f"{'against each other' if cor.rho < 0 else 'together'} "
                 f"(Spearman rho={cor.rho:+.2f}, permutation {_p(cor.p_value)}); "
-                f"sc_gain@{k} is lowest at {worst} ({sc[worst]:+.3f})."
+                f"{name} is lowest at {worst} ({_value(name, target[worst])})."
             )
             etype = cor.y if cor.kind == "train_vs_type" else None
         f = Finding(
             rank=0,
-            kind={"type_vs_sc_gain": "correlation", "cause_vs_sc_gain": "cause_correlation"}.get(
-                cor.kind, "train_correlation"
-            ),
+            kind={
+                "type_vs_sc_gain": "correlation",
+                "type_vs_accuracy": "correlation",
+                "cause_vs_sc_gain": "cause_correlation",
+                "cause_vs_accuracy": "cause_correlation",
+            }.get(cor.kind, "train_correlation"),
             checkpoint=worst,
             error_type=etype,
             effect=cor.rho,
@@ -271,10 +340,14 @@ def build_findings(
     failures: pd.DataFrame,
     correlations: list[Correlation],
     transitions: list[Transition],
+    accuracy: Mapping[str, float] | None = None,
+    accuracy_change: Mapping[str, Change | None] | None = None,
 ) -> list[Finding]:
     """Rank findings. ``sc`` maps checkpoint to sc_gain@k and ``sc_change`` to its paired change
-    from the previous checkpoint (with its interval); ``failures`` holds one row per
-    majority-vote failure with ``checkpoint``, ``kind`` and ``winner_type``.
+    from the previous checkpoint (with its interval); a checkpoint without a vote (one sample
+    per problem) is left out of ``sc``, and its type shifts are told against ``accuracy``
+    (pass@1) and ``accuracy_change`` instead; ``failures`` holds one row per majority-vote
+    failure with ``checkpoint``, ``kind`` and ``winner_type``.
 
     A type shift is narrated against the sc_gain change; when that change's interval covers 0
     the sentence says it is within noise, and the finding is never marked significant: its
@@ -284,7 +357,8 @@ def build_findings(
     weak: list[tuple[tuple[float, ...], Finding]] = []
     _type_shift_findings(shifts, sc, k, sc_change, failures, strong, weak)
     _cause_findings(cause_shifts or [], sc, k, sc_change, strong, weak)
-    _correlation_findings(correlations, shares, sc, k, strong, weak)
+    _accuracy_shift_findings(shifts, sc, accuracy or {}, accuracy_change or {}, strong, weak)
+    _correlation_findings(correlations, shares, sc, accuracy or {}, k, strong, weak)
     tail = _transition_findings(transitions)
     strong.sort(key=lambda kv: kv[0])
     # Not significant: the closest to significance first, whatever its kind.

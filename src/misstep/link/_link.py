@@ -45,6 +45,7 @@ from misstep.link._linkstats import (
     Correlation,
     RegressionResult,
     Transition,
+    VoteTable,
     coverage_table,
     dominant_transitions,
     finite,
@@ -60,7 +61,15 @@ from misstep.link._shifts import (
     distribution_shifts,
     estimator_shifts,
 )
-from misstep.metrics import DEFAULT_KS, order_checkpoints
+from misstep.metrics import (
+    DEFAULT_KS,
+    Change,
+    Story,
+    one_sample_checkpoints,
+    order_checkpoints,
+    story_note,
+    story_of,
+)
 
 __all__ = [
     "LINK_STAGES",
@@ -97,6 +106,13 @@ class CheckpointSummary(BaseModel):
     """``pass@1``, ``maj@k`` and ``sc_gain@k`` for each k."""
     metrics_ci: dict[str, tuple[float, float] | None] = {}
     """95% bootstrap interval over problems of each of ``metrics``."""
+    one_sample: bool = False
+    """No problem has more than one sample here (``metrics.one_sample_checkpoints``): its
+    ``maj@k`` and ``sc_gain@k`` for k > 1 are None and it has no majority-vote failure to
+    speak of."""
+    accuracy_change: Change | None = None
+    """Paired change of pass@1 from the previous checkpoint over the problems both have, with
+    its 95% interval and verdict; None for the first."""
     error_dist: dict[str, float | None] | None
     """The distribution the analysis used: corrected with human labels, else the judge's
     (see ``error_dist_source``); None when no wrong trace of the checkpoint is labelled."""
@@ -146,6 +162,12 @@ class LinkResult(BaseModel):
     """The k of the headline ``sc_gain@k``."""
     ks: list[int]
     """All k computed."""
+    story: Story = "votes"
+    """``votes``, ``one-sample`` (every checkpoint has one sample per problem: accuracy and
+    error types lead, the vote metrics are left out) or ``mixed`` (the vote story over the
+    checkpoints with several samples; see ``metrics.story_of``)."""
+    one_sample: list[str] = []
+    """The checkpoints with one sample per problem, in checkpoint order."""
     types: list[str]
     """Error types: the run's taxonomy keys in its order (without a taxonomy, those seen in
     the labels, sorted)."""
@@ -387,21 +409,24 @@ def _correlations(
     checkpoints: list[str],
     shares: list[CheckpointShares],
     seen: list[str],
-    sc: Mapping[str, float],
-    k: int,
+    target: tuple[str, Mapping[str, float]],
     train_metrics: pd.DataFrame | None,
     seed: int,
     notes: list[str],
 ) -> tuple[list[Correlation], dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
     """Spearman correlations across checkpoints (one BH family), the causes per checkpoint
-    and the training metrics joined on ``step``."""
+    and the training metrics joined on ``step``. ``target``: the series the types, causes
+    and training metrics are set against, by name (``sc_gain@k``; ``pass@1`` in a one-sample
+    run, where there is no vote)."""
     values = cause_values(graded)
     causes_by_ck: dict[str, dict[str, float]] = {
         str(ck): {str(c): float(v) for c, v in row.items() if np.isfinite(v)}
         for ck, row in values.groupby("checkpoint", sort=False)[list(CAUSES)].mean().iterrows()
     }
     rng = np.random.default_rng(seed)
-    sc_vec = np.array([sc.get(ck, np.nan) for ck in checkpoints])
+    y_name, y_values = target
+    kind_y = "accuracy" if y_name == "pass@1" else "sc_gain"
+    sc_vec = np.array([y_values.get(ck, np.nan) for ck in checkpoints])
     cors: list[Correlation] = []
 
     def corr(x: str, y: str, kind: str, xv: np.ndarray, yv: np.ndarray) -> None:
@@ -419,12 +444,12 @@ def _correlations(
         for t in seen
     }
     for t in seen:
-        corr(t, f"sc_gain@{k}", "type_vs_sc_gain", share_vec[t], sc_vec)
+        corr(t, y_name, f"type_vs_{kind_y}", share_vec[t], sc_vec)
     for cause in CAUSES:
         series = np.array(
             [causes_by_ck.get(ck, {}).get(cause, np.nan) for ck in checkpoints], dtype=np.float64
         )
-        corr(cause, f"sc_gain@{k}", "cause_vs_sc_gain", series, sc_vec)
+        corr(cause, y_name, f"cause_vs_{kind_y}", series, sc_vec)
     tm_by_ck: dict[str, dict[str, float | None]] = {}
     if train_metrics is not None:
         tm = train_metrics
@@ -446,7 +471,7 @@ def _correlations(
             )
             for ck, v in zip(checkpoints, vals, strict=True):
                 tm_by_ck.setdefault(ck, {})[str(col)] = finite(v)
-            corr(str(col), f"sc_gain@{k}", "train_vs_sc_gain", vals, sc_vec)
+            corr(str(col), y_name, f"train_vs_{kind_y}", vals, sc_vec)
             for t in seen:
                 corr(str(col), t, "train_vs_type", vals, share_vec[t])
     for c, adj in zip(cors, bh_adjust([c.p_raw for c in cors]), strict=True):
@@ -465,14 +490,14 @@ class _Parts:
     graded: pd.DataFrame
     shares: list[CheckpointShares]
     dists: Mapping[str, ErrorDistribution]
-    metrics: pd.DataFrame
-    metric_cis: Mapping[str, Mapping[str, Any]]
+    table: VoteTable
     votes: pd.DataFrame
     failed: pd.DataFrame
     mix: pd.DataFrame
     types: list[str]
     tm_by_ck: Mapping[str, dict[str, float | None]]
     causes_by_ck: Mapping[str, dict[str, float]]
+    one_sample: frozenset[str]
 
 
 def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
@@ -492,7 +517,7 @@ def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
     ci: dict[str, tuple[float, float] | None] = {}
     if d is not None and has:
         ci = dict((d.error_dist_ci if corrected else d.error_dist_raw_ci) or {})
-    metrics = parts.metrics
+    metrics = parts.table.metrics
     return CheckpointSummary(
         checkpoint=ck,
         step=int(step) if step is not None and pd.notna(step) else None,
@@ -507,8 +532,10 @@ def _summary(parts: _Parts, cs: CheckpointShares) -> CheckpointSummary:
         },
         metrics_ci={
             c: (tuple(v) if v is not None else None)
-            for c, v in parts.metric_cis.get(ck, {}).items()
+            for c, v in parts.table.intervals.get(ck, {}).items()
         },
+        one_sample=ck in parts.one_sample,
+        accuracy_change=parts.table.accuracy_changes.get(ck),
         error_dist=d.used if d is not None and has else None,
         error_dist_source="corrected" if corrected else "judge",
         error_dist_estimator=d.estimator if d is not None else "judge",
@@ -564,6 +591,56 @@ def _failure_records(failed: pd.DataFrame, mix: pd.DataFrame) -> list[dict[str, 
     return out
 
 
+@dataclass
+class _Votes:
+    """The run's story and the vote metrics the link reads."""
+
+    story: Story
+    one_sample: list[str]
+    notes: list[str]
+    ks: list[int]
+    k: int
+    table: VoteTable
+    sc: dict[str, float]
+    """sc_gain@k by checkpoint, where it is defined and k > 1."""
+    accuracy: dict[str, float]
+    """pass@1 by checkpoint."""
+
+    @property
+    def target(self) -> tuple[str, dict[str, float]]:
+        """What the correlations set the types against: sc_gain@k, or pass@1 where k = 1
+        (no vote)."""
+        return (f"sc_gain@{self.k}", self.sc) if self.k > 1 else ("pass@1", self.accuracy)
+
+
+def _votes(graded: pd.DataFrame, checkpoints: list[str], ks: Sequence[int], seed: int) -> _Votes:
+    """The story (``metrics.story_of``), its note, the ks and the vote table: the vote
+    story's k is capped by the fewest samples of a problem of the checkpoints that have
+    several (a one-sample checkpoint would cap it at 1 for all)."""
+    one_sample = one_sample_checkpoints(graded)
+    story = story_of(one_sample, checkpoints)
+    said = story_note(story, one_sample, checkpoints)
+    voting = graded if story != "mixed" else graded[~graded["checkpoint"].isin(one_sample)]
+    n_min = int(voting.groupby(PROBLEM_KEY, sort=False).size().min())
+    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
+    k = ks_used[-1]
+    table = vote_table(graded, ks_used, seed)
+    rows = table.metrics.to_dict("index")
+    # sc_gain@1 is 0 by definition: with k = 1 there is no vote to narrate against.
+    sc = {
+        ck: float(rows[ck][f"sc_gain@{k}"])
+        for ck in checkpoints
+        if k > 1 and ck in rows and np.isfinite(rows[ck][f"sc_gain@{k}"])
+    }
+    accuracy = {
+        ck: float(rows[ck]["pass@1"])
+        for ck in checkpoints
+        if ck in rows and np.isfinite(rows[ck]["pass@1"])
+    }
+    notes = [] if said is None else [said]
+    return _Votes(story, one_sample, notes, ks_used, k, table, sc, accuracy)
+
+
 def link_analysis(
     labelled: LabelledRun,
     *,
@@ -590,12 +667,9 @@ def link_analysis(
         raise AnalysisError("the graded table is empty: nothing to analyse")
     checkpoints = list(order_checkpoints(graded))
     notes: list[str] = []
-    n_min = int(graded.groupby(PROBLEM_KEY, sort=False).size().min())
-    ks_used = sorted({min(int(k), n_min) for k in ks if int(k) >= 1} | {1})
-    k = ks_used[-1]
-    metrics, sc_changes, metric_cis = vote_table(graded, ks_used, seed)
-    metric_rows = metrics.to_dict("index")
-    sc = {ck: float(metric_rows[ck][f"sc_gain@{k}"]) for ck in checkpoints if ck in metric_rows}
+    run = _votes(graded, checkpoints, ks, seed)
+    story, one_sample, k, table, sc = run.story, run.one_sample, run.k, run.table, run.sc
+    notes += run.notes
     types = labelled.categories
     human = labelled.human or None
     lab = _labels_frame(labelled.labels)
@@ -622,12 +696,13 @@ def link_analysis(
 
     _stage(on_stage, "correlations across checkpoints")
     cors, causes_by_ck, tm_by_ck = _correlations(
-        graded, checkpoints, shares, seen, sc, k, train_metrics, seed, notes
+        graded, checkpoints, shares, seen, run.target, train_metrics, seed, notes
     )
 
     _stage(on_stage, "per-problem regression")
     regression = problem_regression(votes, wl, seen, seed=seed)
-    if regression.coefficients == [] and regression.note:
+    # One sample per problem: no problem can fail the vote, which the story's note says.
+    if regression.coefficients == [] and regression.note and story != "one-sample":
         notes.append(regression.note)
     transitions, _ = dominant_transitions(wl, checkpoints)
     notes += [f"{s.before} -> {s.after}: {s.note}" for s in shifts if s.note]
@@ -637,12 +712,14 @@ def link_analysis(
         shifts=shifts,
         shares=shares,
         sc=sc,
-        sc_change={ck: c.get(k) for ck, c in sc_changes.items()},
+        sc_change={ck: c.get(k) for ck, c in table.sc_changes.items()},
         k=k,
         failures=failed,
         correlations=cors,
         transitions=transitions,
         cause_shifts=c_shifts,
+        accuracy=run.accuracy,
+        accuracy_change=table.accuracy_changes,
     )
     if not any(f.significant for f in findings):
         notes.append("no finding reaches significance (adjusted p < 0.05)")
@@ -652,18 +729,20 @@ def link_analysis(
         graded,
         shares,
         dists,
-        metrics,
-        metric_cis,
+        table,
         votes,
         failed,
         mix,
         types,
         tm_by_ck,
         causes_by_ck,
+        frozenset(one_sample),
     )
     return LinkResult(
         k=k,
-        ks=ks_used,
+        ks=run.ks,
+        story=story,
+        one_sample=one_sample,
         types=types,
         checkpoints=[_summary(parts, cs) for cs in shares],
         shifts=shifts,

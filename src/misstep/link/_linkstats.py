@@ -11,6 +11,7 @@ Thresholds below which a result is reported as "too few data" instead of a numbe
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,13 +51,25 @@ def finite(x: Any) -> float | None:
     return v if np.isfinite(v) else None
 
 
-def vote_table(
-    graded: pd.DataFrame, ks: list[int], seed: int
-) -> tuple[pd.DataFrame, dict[str, dict[int, Change | None]], dict[str, dict[str, Any]]]:
+@dataclass(frozen=True)
+class VoteTable:
+    """The per-checkpoint vote metrics the link reads (``vote_table``)."""
+
+    metrics: pd.DataFrame
+    """Per checkpoint (index): ``pass@1`` and ``maj@k`` / ``sc_gain@k`` for each k."""
+    sc_changes: dict[str, dict[int, Change | None]]
+    """Per checkpoint, the paired change of sc_gain@k from the previous checkpoint."""
+    intervals: dict[str, dict[str, Any]]
+    """Per checkpoint, the interval of each column of ``metrics``."""
+    accuracy_changes: dict[str, Change | None]
+    """Per checkpoint, the paired change of pass@1 from the previous checkpoint."""
+
+
+def vote_table(graded: pd.DataFrame, ks: list[int], seed: int) -> VoteTable:
     """Per checkpoint (index): ``pass@1`` and ``maj@k`` / ``sc_gain@k`` for each k, from
     ``misstep.metrics.vote_metrics`` with datasets pooled (the numbers of ``misstep summary
-    --by checkpoint``); and per checkpoint, the paired change of sc_gain@k from the previous
-    checkpoint with its interval (absent for the first)."""
+    --by checkpoint``); and per checkpoint, the paired changes of sc_gain@k and of pass@1 from
+    the previous checkpoint with their intervals (absent for the first)."""
     from misstep.metrics import vote_metrics
 
     ks_all = sorted({1, *ks})
@@ -65,8 +78,9 @@ def vote_table(
     cols = ["pass@1"] + [f"{p}@{k}" for k in ks for p in ("maj", "sc_gain")]
     df = pd.DataFrame(rows).set_index("checkpoint")
     changes = {m.checkpoint: dict(m.change.sc_gain_at_k) for m in metrics if m.change is not None}
+    accuracy = {m.checkpoint: m.change.pass_at_1 for m in metrics if m.change is not None}
     intervals = {str(r["checkpoint"]): {c: r.get(f"{c}_ci") for c in cols} for r in rows}
-    return df[cols].astype(float), changes, intervals
+    return VoteTable(df[cols].astype(float), changes, intervals, accuracy)
 
 
 class Correlation(BaseModel):
@@ -77,7 +91,9 @@ class Correlation(BaseModel):
     y: str
     """Second variable (``sc_gain@k``, or an error type's share)."""
     kind: str
-    """``type_vs_sc_gain``, ``train_vs_sc_gain`` or ``train_vs_type``."""
+    """``type_vs_sc_gain``, ``cause_vs_sc_gain``, ``train_vs_sc_gain`` or ``train_vs_type``;
+    in a one-sample run ``type_vs_accuracy``, ``cause_vs_accuracy``, ``train_vs_accuracy``
+    (against pass@1: there is no vote)."""
     n: int
     """Checkpoints with both values."""
     rho: float | None

@@ -25,6 +25,13 @@ from misstep.metrics._ks import (
 from misstep.metrics._majk import MajEstimate, MajMethod, maj_at_k_one
 from misstep.metrics._order import order_checkpoints
 from misstep.metrics._passk import pass_at_k, pass_at_k_one
+from misstep.metrics._samples import (
+    ONE_SAMPLE_REASON,
+    Story,
+    one_sample_checkpoints,
+    story_note,
+    story_of,
+)
 from misstep.metrics._votes import (
     Change,
     CheckpointChange,
@@ -39,6 +46,7 @@ __all__ = [
     "DEFAULT_N_BOOT",
     "DEFAULT_SEED",
     "LEVEL",
+    "ONE_SAMPLE_REASON",
     "AggregatorScore",
     "Change",
     "CheckpointChange",
@@ -48,6 +56,7 @@ __all__ = [
     "MajEstimate",
     "MajMethod",
     "ProblemCounts",
+    "Story",
     "Strata",
     "VotingRow",
     "boundary_interval",
@@ -60,6 +69,7 @@ __all__ = [
     "maj_at_k_one",
     "max_samples",
     "mean_ci",
+    "one_sample_checkpoints",
     "order_checkpoints",
     "pass_at_k",
     "pass_at_k_one",
@@ -68,6 +78,8 @@ __all__ = [
     "problem_stats",
     "resample_counts",
     "share_ci",
+    "story_note",
+    "story_of",
     "stratify",
     "verdict",
     "vote_metrics",

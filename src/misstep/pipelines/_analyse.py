@@ -150,7 +150,7 @@ def write_run_report(
         if path != Path(out):  # a per-dataset report: that dataset's rows
             dataset = next(d for d, r in analysis.by_dataset.items() if r is result)
             graded = graded[graded["dataset"].astype(str) == dataset]
-        voting, curves = _voting_and_curves(graded, result.k)
+        voting, curves = _voting_and_curves(graded, result)
         written.append(
             write_report(
                 path,
@@ -165,10 +165,15 @@ def write_run_report(
 
 
 def _voting_and_curves(
-    graded: pd.DataFrame, k: int
+    graded: pd.DataFrame, result: LinkResult
 ) -> tuple[list[VotingRow], list[CheckpointMetrics]]:
     """The report's table of other aggregators (datasets pooled, at the headline k) and its
-    pass@k / maj@k curves (k = 1, 2, 4, ... up to the fewest samples of a problem)."""
+    pass@k / maj@k curves (k = 1, 2, 4, ... up to the fewest samples of a problem), over the
+    checkpoints with several samples per problem; none in a one-sample run."""
+    k = result.k
+    if result.story == "one-sample":
+        return [], []
+    graded = graded[~graded["checkpoint"].astype(str).isin(result.one_sample)]
     n_min = int(graded.groupby(["checkpoint", "dataset", "problem_id"]).size().min())
     ks = [2**i for i in range(n_min.bit_length()) if 2**i <= n_min]
     # At any size: the table takes seconds (benchmarks/bench_link.py, 700,000 traces).

@@ -18,7 +18,7 @@ import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -32,13 +32,19 @@ from markupsafe import Markup
 from misstep.errors import InputFormatError
 from misstep.labels import StoredLabel
 from misstep.link import LinkResult
-from misstep.metrics import CheckpointMetrics, VotingRow
+from misstep.metrics import ONE_SAMPLE_REASON, CheckpointMetrics, Story, VotingRow, verdict
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace
 
 __all__ = ["MAX_FAILURES", "MAX_TRACES", "render_report", "report_trace_ids", "write_report"]
 
 MAX_FAILURES = 300
+TITLES: dict[Story, str] = {
+    "votes": "misstep: why majority voting failed",
+    "mixed": "misstep: why majority voting failed",
+    "one-sample": "misstep: accuracy and error types per checkpoint",
+}
+"""The report's default title by the run's story (``LinkResult.story``)."""
 MAX_TRACES = 4
 _PALETTE = [
     "#4e79a7",
@@ -81,40 +87,74 @@ def _ticks(ax: Any, names: list[str]) -> None:
     ax.set_xticklabels(names[::step], rotation=45, ha="right", fontsize=8)
 
 
-def _fig_metrics(result: LinkResult) -> str:
+class Figure(NamedTuple):
+    """A figure of the report: its PNG as a data URL and the fewest finite values any of its
+    panels plots (0: a panel is empty; the report never shows such a figure)."""
+
+    src: str
+    points: int
+
+
+def _series(result: LinkResult, key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A metric per checkpoint with the distances to its interval's ends (0 where it has
+    none); NaN where the checkpoint has no value."""
+    values, low, high = [], [], []
+    for c in result.checkpoints:
+        v = c.metrics.get(key)
+        ci = c.metrics_ci.get(key)
+        values.append(np.nan if v is None else v)
+        low.append(0.0 if v is None or ci is None else max(v - ci[0], 0.0))
+        high.append(0.0 if v is None or ci is None else max(ci[1] - v, 0.0))
+    return np.array(values, dtype=float), np.array(low), np.array(high)
+
+
+def _errorbars(ax: Any, x: np.ndarray, result: LinkResult, key: str, shift: float) -> int:
+    """One metric with its 95% interval as error bars; the number of finite values drawn."""
+    y, low, high = _series(result, key)
+    ax.errorbar(
+        x + shift, y, yerr=[low, high], marker="o", ms=3, capsize=2, elinewidth=0.8, label=key
+    )
+    return int(np.isfinite(y).sum())
+
+
+def _fig_metrics(result: LinkResult) -> Figure:
+    """Accuracy per checkpoint (pass@1, and maj@k where there is a vote) with 95% intervals as
+    error bars on the whole 0-1 axis of a share (a narrow axis would make a change of a
+    point look like a collapse); beside it sc_gain@k with its intervals where some k > 1
+    (never in a one-sample run: there is nothing to vote over)."""
     names = [c.checkpoint for c in result.checkpoints]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.6))
+    gains = [k for k in result.ks if k > 1]
+    panels = 2 if gains and result.story != "one-sample" else 1
+    fig, axes = plt.subplots(1, panels, figsize=(11 if panels == 2 else 7.5, 3.6), squeeze=False)
+    a1 = axes[0][0]
     x = np.arange(len(names))
-    for key in ["pass@1"] + [f"maj@{k}" for k in result.ks if k > 1]:
-        a1.plot(
-            x,
-            [c.metrics.get(key) or np.nan for c in result.checkpoints],
-            marker="o",
-            ms=3,
-            label=key,
-        )
-    a1.set_title("accuracy per checkpoint")
+    keys = ["pass@1"] + ([f"maj@{k}" for k in gains] if panels == 2 else [])
+    # Side by side by a few hundredths of a checkpoint so that the bars do not hide each other.
+    spread = 0.08 * (np.arange(len(keys)) - (len(keys) - 1) / 2)
+    drawn = [_errorbars(a1, x, result, key, dx) for key, dx in zip(keys, spread, strict=True)]
+    a1.set_ylim(0, 1)
+    a1.set_ylabel("share of problems")
+    a1.set_title("accuracy (pass@1) per checkpoint" if panels == 1 else "accuracy per checkpoint")
     a1.legend(fontsize=8)
-    for k in result.ks:
-        if k > 1:
-            a2.plot(
-                x,
-                [c.metrics.get(f"sc_gain@{k}") or np.nan for c in result.checkpoints],
-                marker="o",
-                ms=3,
-                label=f"sc_gain@{k}",
-            )
-    a2.axhline(0, color="#888", lw=0.8)
-    a2.set_title("self-consistency gain (maj@k - pass@1)")
-    if a2.get_legend_handles_labels()[0]:
+    points = max(drawn)
+    if panels == 2:
+        a2 = axes[0][1]
+        spread = 0.08 * (np.arange(len(gains)) - (len(gains) - 1) / 2)
+        drawn = [
+            _errorbars(a2, x, result, f"sc_gain@{k}", dx)
+            for k, dx in zip(gains, spread, strict=True)
+        ]
+        a2.axhline(0, color="#888", lw=0.8)
+        a2.set_title("self-consistency gain (maj@k - pass@1)")
         a2.legend(fontsize=8)
-    for ax in (a1, a2):
+        points = min(points, max(drawn))
+    for ax in axes[0]:
         _ticks(ax, names)
         ax.grid(alpha=0.3)
-    return _png(fig)
+    return Figure(_png(fig), points)
 
 
-def _fig_errors(result: LinkResult) -> str:
+def _fig_errors(result: LinkResult) -> Figure:
     names = [c.checkpoint for c in result.checkpoints]
     fig, ax = plt.subplots(figsize=(11, 3.8))
     x = np.arange(len(names))
@@ -156,10 +196,10 @@ def _fig_errors(result: LinkResult) -> str:
             bbox_to_anchor=(0.5, -0.25),
         )
     _ticks(ax, names)
-    return _png(fig)
+    return Figure(_png(fig), sum(c.error_dist is not None for c in result.checkpoints))
 
 
-def _fig_coverage(result: LinkResult) -> str:
+def _fig_coverage(result: LinkResult) -> Figure:
     cov = result.coverage
     names = list(cov["checkpoints"])
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 1.3]})
@@ -172,16 +212,19 @@ def _fig_coverage(result: LinkResult) -> str:
     a1.set_yticklabels(names[::step], fontsize=7)
     fig.colorbar(im, ax=a1, fraction=0.046)
     x = np.arange(len(names))
+    moves = 0
     for key in ("retention", "acquisition", "forgetting"):
-        a2.plot(x, [np.nan if v is None else v for v in cov[key]], marker="o", ms=3, label=key)
+        line = np.array([np.nan if v is None else v for v in cov[key]], dtype=float)
+        a2.plot(x, line, marker="o", ms=3, label=key)
+        moves = max(moves, int(np.isfinite(line).sum()))
     a2.set_title("between consecutive checkpoints")
     a2.legend(fontsize=8)
     a2.grid(alpha=0.3)
     _ticks(a2, names)
-    return _png(fig)
+    return Figure(_png(fig), min(len(names), moves))
 
 
-def _fig_confusion(agreement: Mapping[str, Any]) -> str:
+def _fig_confusion(agreement: Mapping[str, Any]) -> Figure:
     cats = list(agreement["labels"])
     m = np.array(agreement["confusion"], dtype=float)
     fig, ax = plt.subplots(figsize=(1.2 + 0.6 * len(cats), 1 + 0.6 * len(cats)))
@@ -195,7 +238,7 @@ def _fig_confusion(agreement: Mapping[str, Any]) -> str:
     ax.set_yticklabels(cats, fontsize=8)
     ax.set_xlabel("judge")
     ax.set_ylabel("human")
-    return _png(fig)
+    return Figure(_png(fig), int(m.sum()))
 
 
 def _shown_failures(result: LinkResult) -> list[dict[str, Any]]:
@@ -251,7 +294,7 @@ def _failure_data(
     return out
 
 
-def _fig_curves(result: LinkResult, curves: Sequence[CheckpointMetrics]) -> str:
+def _fig_curves(result: LinkResult, curves: Sequence[CheckpointMetrics]) -> Figure:
     """pass@k and maj@k against k for a few checkpoints: the first, the last, and those with
     the lowest and highest headline sc_gain."""
     by_name = {c.checkpoint: c for c in curves}
@@ -276,7 +319,8 @@ def _fig_curves(result: LinkResult, curves: Sequence[CheckpointMetrics]) -> str:
         ax.set_title(f"{what} against k")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    return _png(fig)
+    # A curve needs two ks: one k is a dot, not a curve.
+    return Figure(_png(fig), len(all_ks) if len(all_ks) > 1 else 0)
 
 
 def render_report(
@@ -284,7 +328,7 @@ def render_report(
     *,
     traces: Mapping[str, Trace] | None = None,
     labels: Mapping[str, StoredLabel] | pd.DataFrame | None = None,
-    title: str = "misstep: why majority voting failed",
+    title: str | None = None,
     voting: Sequence[VotingRow] = (),
     curves: Sequence[CheckpointMetrics] = (),
 ) -> str:
@@ -292,13 +336,20 @@ def render_report(
     text, evidence and explanations of the failures shown in the browser; without them the
     browser lists the failures and their trace ids only. ``voting`` (``metrics.voting_table``)
     adds the table of other aggregators, ``curves`` (``vote_metrics`` over many k) the figure
-    of pass@k and maj@k against k."""
+    of pass@k and maj@k against k. ``title``: by default the story's (``TITLES``).
+
+    A one-sample run (``result.story``) leads with accuracy and error types: no vote metric,
+    no majority-vote failure browser, no table of other aggregators, no curves, and the
+    reason said once. A figure none of whose panels has data is left out. Emphasis (the
+    ``neg`` colour of a sc_gain) only where its interval excludes 0 (``metrics.verdict``)."""
     env = Environment(
         loader=PackageLoader("misstep.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.tests["below_zero"] = lambda ci: verdict(ci) == "down"
+    one_sample = result.story == "one-sample"
     # Checkpoint and type names are data: never matplotlib mathtext (`ckpt_$x^{$` is a name).
     with plt.rc_context({"text.parse_math": False}):
         figures = {
@@ -308,19 +359,21 @@ def render_report(
         }
         if result.agreement and result.agreement.get("n"):
             figures["confusion"] = _fig_confusion(result.agreement)
-        if curves:
+        if curves and not one_sample:
             figures["curves"] = _fig_curves(result, curves)
-    failures = _failure_data(result, traces or {}, labels)
+    failures = _failure_data(result, traces or {}, labels) if not one_sample else []
     metric_keys = ["pass@1"] + [f"{p}@{k}" for k in result.ks if k > 1 for p in ("maj", "sc_gain")]
     return env.get_template("report.html.j2").render(
-        title=title,
+        title=title or TITLES[result.story],
+        one_sample=one_sample,
+        reason=ONE_SAMPLE_REASON,
         r=result,
-        figures=figures,
+        figures={name: f for name, f in figures.items() if f.points > 0},
         metric_keys=metric_keys,
         failures_json=json_for_script(failures),
         n_failures_total=len(result.failures),
         n_failures_shown=len(failures),
-        voting=list(voting),
+        voting=[] if one_sample else list(voting),
     )
 
 
