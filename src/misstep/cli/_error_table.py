@@ -39,17 +39,18 @@ def error_type_table(
         "no people's labels)"
     )
     table = Table(title=title, title_justify="left")
-    table.add_column("checkpoint")
-    table.add_column("dataset")
-    table.add_column("wrong (count)", justify="right")
-    table.add_column("labelled (share)", justify="right")
+    table.add_column("checkpoint", overflow="fold")
+    table.add_column("dataset", overflow="fold")
+    # fold, never cut: a long checkpoint name or a wide taxonomy keeps every character
+    table.add_column("wrong (count)", justify="right", overflow="fold")
+    table.add_column("labelled (share)", justify="right", overflow="fold")
     # the judge's "cannot tell" beside the shares, which are over the typed traces only
-    table.add_column("not typed (count)", justify="right")
+    table.add_column("not typed (count)", justify="right", overflow="fold")
     if corrected:
-        table.add_column("corrected by (human labels)")
+        table.add_column("corrected by (human labels)", overflow="fold")
     cats = list(categories)
     for key in cats:
-        table.add_column(key, justify="right")
+        table.add_column(key, justify="right", overflow="fold")
     for d in dists:
         cells: list[str] = []
         for key in cats:
