@@ -200,8 +200,9 @@ class Server:
 
     def wait_ready(self, timeout: float = 600.0) -> float:
         """Poll /v1/models until it answers; seconds from start. Raises with the server's log
-        tail when it exits or does not answer in time."""
-        while time.monotonic() - self.started < timeout:
+        tail when it exits or does not answer within ``timeout`` seconds of its start (a
+        server started ahead and waited for later is asked at least once)."""
+        while True:
             if not self.proc.alive():
                 raise RuntimeError(f"vLLM server exited during startup:\n{self.proc.tail()}")
             try:
@@ -210,6 +211,8 @@ class Server:
                     return self.ready_s
             except httpx.HTTPError:
                 pass
+            if time.monotonic() - self.started >= timeout:
+                break
             time.sleep(1)
         self.proc.stop()
         raise RuntimeError(f"vLLM server not ready after {timeout:.0f} s:\n{self.proc.tail()}")

@@ -17,6 +17,7 @@ from tests.real.conftest import (
     MAX_TOKENS,
     TRACES12,
     assert_issue20_bar,
+    engine_env,
     judge_ids,
     run_misstep,
     statuses,
@@ -95,6 +96,6 @@ def test_offline_engine_with_no_engine_args(vllm_env: VllmEnv, tmp_path: Path) -
     run_misstep(
         "label", str(TRACES12), "--out", str(run), "--judge", "vllm",
         "--model", str(vllm_env.model), "--max-tokens", MAX_TOKENS,
-        env=vllm_env.environ(), python=vllm_env.python,
+        env=engine_env(vllm_env), python=vllm_env.python,
     )  # fmt: skip
     assert_issue20_bar(run, "offline --judge vllm")

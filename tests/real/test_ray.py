@@ -16,6 +16,7 @@ from tests.real.conftest import (
     MAX_TOKENS,
     TRACES12,
     assert_issue20_bar,
+    engine_env,
     judge_ids,
     run_misstep,
 )
@@ -44,7 +45,7 @@ def test_ray_vllm_engine_processor_on_cpu(vllm_env: VllmEnv, tmp_path: Path) -> 
     # Supervised like a server: at the time limit the whole group goes (Ray's workers too).
     proc = Proc(
         [str(vllm_env.python), str(probe), str(vllm_env.model), str(out)],
-        env=vllm_env.environ(RAY_DISABLE_USAGE_STATS="1"),
+        env=engine_env(vllm_env, RAY_DISABLE_USAGE_STATS="1"),
         log=tmp_path / "probe.log",
     )
     code = proc.wait(timeout=600)
