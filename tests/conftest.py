@@ -10,10 +10,13 @@ checks that need no server) in another. The two groups are scheduled first: they
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
+import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +101,51 @@ def _groups_dir(config: pytest.Config) -> Path:
         config.stash[_GROUPS_DIR] = folder
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
     return config.stash[_GROUPS_DIR]
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """``misstep demo --out DIR`` as run once for the whole test run (``demo_run``)."""
+
+    out: Path
+    """The demo's folder. Shared: read it, or ``copy_to`` a folder of your own to write."""
+    output: str
+    """What the command printed (stdout and stderr)."""
+    stdout: str
+    """What it printed on stdout."""
+
+    def copy_to(self, dest: Path) -> Path:
+        """A copy of the demo's folder at ``dest`` (a test's own, to write into)."""
+        shutil.copytree(self.out, dest)
+        return dest
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The demo, run through the CLI once per test run instead of once per test that needs it
+    (about 7 CPU seconds each). Under pytest-xdist the first worker to ask runs it in the
+    run's shared temporary folder, under a lock, and the others read what it left; it grades
+    into a graded-table cache of its own, like every test (``_isolated_cache``)."""
+    from typer.testing import CliRunner
+
+    from misstep.cli import app
+
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # this run's folder, which holds each worker's own
+    record = root / "demo-run.json"
+    with open(root / "demo-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.exists():
+            out = root / "demo-run" / "demo"
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("XDG_CACHE_HOME", str(root / "demo-run" / "cache"))
+                result = CliRunner().invoke(app, ["demo", "--out", str(out)])
+            assert result.exit_code == 0, result.output
+            made = {"out": str(out), "output": result.output, "stdout": result.stdout}
+            record.write_text(json.dumps(made), encoding="utf-8")
+    made = json.loads(record.read_text(encoding="utf-8"))
+    return DemoRun(out=Path(made["out"]), output=made["output"], stdout=made["stdout"])
 
 
 @pytest.fixture(scope="session")
