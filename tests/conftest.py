@@ -10,12 +10,14 @@ checks that need no server) in another. The two groups are scheduled first: they
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,29 @@ def _groups_dir(config: pytest.Config) -> Path:
     return config.stash[_GROUPS_DIR]
 
 
+def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temporary folder: under pytest-xdist the one that holds each worker's own."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if "PYTEST_XDIST_WORKER" in os.environ else root
+
+
+@contextlib.contextmanager
+def exclusive(tmp_path_factory: pytest.TempPathFactory, resource: str) -> Iterator[None]:
+    """Hold ``resource`` alone in this test run: xdist workers that ask for it take turns."""
+    with open(_run_root(tmp_path_factory) / f"{resource}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture
+def ray_slot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The run's one Ray cluster at a time, for a test that starts one: a local cluster is a
+    dozen processes, and two or three starting at once on 2 cores starved a judge server's
+    answer past misstep's 5 s probe (pipelines/test_ray.py takes it for its module)."""
+    with exclusive(tmp_path_factory, "ray"):
+        yield
+
+
 @dataclass(frozen=True)
 class DemoRun:
     """``misstep demo --out DIR`` as run once for the whole test run (``demo_run``)."""
@@ -130,12 +155,9 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
 
     from misstep.cli import app
 
-    root = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        root = root.parent  # this run's folder, which holds each worker's own
+    root = _run_root(tmp_path_factory)
     record = root / "demo-run.json"
-    with open(root / "demo-run.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(tmp_path_factory, "demo-run"):
         if not record.exists():
             out = root / "demo-run" / "demo"
             with pytest.MonkeyPatch.context() as env:

@@ -23,7 +23,7 @@ from tests.real.conftest import (
 
 
 def test_ray_actors_against_a_real_server(
-    real_server: Server, live_run: Path, tmp_path: Path
+    real_server: Server, live_run: Path, tmp_path: Path, ray_slot: None
 ) -> None:
     pytest.importorskip("ray")
     run = tmp_path / "ray"
@@ -36,7 +36,9 @@ def test_ray_actors_against_a_real_server(
     assert judge_ids(run) == judge_ids(live_run), "Ray and live labels differ in judge id"
 
 
-def test_ray_vllm_engine_processor_on_cpu(vllm_env: VllmEnv, tmp_path: Path) -> None:
+def test_ray_vllm_engine_processor_on_cpu(
+    vllm_env: VllmEnv, tmp_path: Path, ray_slot: None
+) -> None:
     """Ray Data's vLLM engine processor on CPU (a CPU placement bundle, the ``mp`` executor,
     vLLM's ``StructuredOutputsConfig`` object, no Ray metrics logger): two schema-valid
     replies. About a minute on 2 cores."""
