@@ -73,11 +73,12 @@ class VllmEnv:
         return env
 
 
-def build_env(*, build: bool) -> VllmEnv:
-    """Run the env script (build it, or only check it); raises CalledProcessError with its
-    stderr when it fails."""
+def build_env(*, build: bool, servers: bool = False) -> VllmEnv:
+    """Run the env script (build it, or only check it; ``servers``: only what a server needs);
+    raises CalledProcessError with its stderr when it fails."""
     python = "python3.11" if sys.version_info[:2] != (3, 11) else sys.executable
     args = [python, str(ENV_SCRIPT)] + ([] if build else ["--check"])
+    args += ["--servers"] if servers else []
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise subprocess.CalledProcessError(done.returncode, args, done.stdout, done.stderr)

@@ -3,7 +3,10 @@
 In CI (``CI=true``) or with ``MISSTEP_REAL_VLLM=1`` the environment is built when missing (a cold
 build installs vLLM and converts the model: several minutes) and a failure to build fails the tier
 loudly. Elsewhere the tier runs when the environment is already built and skips, saying how to
-build it, when it is not. ``MISSTEP_REAL_VLLM=0`` skips it (never in CI).
+build it, when it is not. ``MISSTEP_REAL_VLLM=0`` skips it (never in CI). The server tests ask
+only for what a server needs (``vllm_server_env``: vLLM and the model, built first), so in CI
+they start while the rest of the environment (``vllm_env``: Ray and misstep's dependencies in
+the vLLM venv, for the offline and Ray engines) is still being installed.
 
 Servers are session-scoped, started once per test run (a start takes about 31 s on 2 cores):
 ``real_server`` ("a") is shared by every test and restarted only if a test killed it;
@@ -43,14 +46,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.real_vllm)
 
 
-@pytest.fixture(scope="session")
-def vllm_env() -> VllmEnv:
+def _env(*, servers: bool) -> VllmEnv:
     wanted = os.environ.get("MISSTEP_REAL_VLLM", "")
     if wanted == "0" and not _in_ci():
         pytest.skip("MISSTEP_REAL_VLLM=0")
     build = _in_ci() or wanted == "1"
     try:
-        return build_env(build=build)
+        return build_env(build=build, servers=servers)
     except subprocess.CalledProcessError as exc:
         if build:
             pytest.fail(
@@ -62,6 +64,21 @@ def vllm_env() -> VllmEnv:
             + (exc.stderr.strip().splitlines() or ["?"])[-1]
             + "): run `python3.11 scripts/real_vllm_env.py` or set MISSTEP_REAL_VLLM=1"
         )
+
+
+@pytest.fixture(scope="session")
+def vllm_env() -> VllmEnv:
+    """The whole environment: the offline and Ray engines and the checks run in its venv need
+    Ray and misstep's dependencies there."""
+    return _env(servers=False)
+
+
+@pytest.fixture(scope="session")
+def vllm_server_env() -> VllmEnv:
+    """What a vLLM server (or ``run_batch``) needs, vLLM and the model: in CI, where the
+    environment is built in the background, the server tests start once these are built, while
+    the rest is installed (``scripts/real_vllm_env.py --servers``)."""
+    return _env(servers=True)
 
 
 @pytest.fixture(scope="session")
@@ -109,9 +126,9 @@ class ServerPool:
 
 @pytest.fixture(scope="session")
 def servers(
-    vllm_env: VllmEnv, server_logs: Path, request: pytest.FixtureRequest
+    vllm_server_env: VllmEnv, server_logs: Path, request: pytest.FixtureRequest
 ) -> Iterator[ServerPool]:
-    pool = ServerPool(vllm_env, server_logs)
+    pool = ServerPool(vllm_server_env, server_logs)
     try:
         pool.start("a")
         if any("second_server" in getattr(i, "fixturenames", ()) for i in request.session.items):
