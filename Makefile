@@ -23,14 +23,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
-# Everything `make test` needs, in one pip run (one resolution, not three): the tests also run
+# Everything `make test` needs, in one pip run (one resolution, not four): the tests also run
 # `misstep discover` with its offline embedding (the discover extra: wordllama, weights in its
-# wheel), the Ray path on a local CPU cluster (the ray extra, about 80 MB) and the docs build
-# (the docs extra). Where ray cannot be installed, its tests skip, and say so.
+# wheel), the Ray path on a local CPU cluster (the ray extra, about 80 MB), Inspect AI's .eval
+# logs (the inspect extra: inspect_ai) and the docs build (the docs extra). Where ray or
+# inspect_ai cannot be installed, their tests skip, and say so.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[dev,discover,docs,ray]" \
-	  || { echo "note: the ray extra could not be installed; its tests will skip"; \
-	       $(BIN)/python -m pip install -q -e ".[dev,discover,docs]"; }
+	$(BIN)/python -m pip install -q -e ".[dev,discover,docs,ray,inspect]" \
+	  || { $(BIN)/python -m pip install -q -e ".[dev,discover,docs]" \
+	       && { $(BIN)/python -m pip install -q -e ".[dev,ray]" \
+	            || echo "note: the ray extra could not be installed; its tests will skip"; } \
+	       && { $(BIN)/python -m pip install -q -e ".[dev,inspect]" \
+	            || echo "note: the inspect extra could not be installed; the Inspect log tests will skip"; }; }
 	touch $(STAMP) $(DOCS_STAMP) $(TEST_STAMP)
 
 # The docs site: mkdocs with the Material theme and mkdocstrings (the docs extra).

@@ -1,16 +1,22 @@
 """misstep's own extraction and grading against the grades of the harnesses that made real runs.
 
 Usage: python benchmarks/bench_harness_agreement.py [--tora FILE ...] [--realcritic DIR]
-    [--data DIR]
+    [--data DIR] [--read PATH ... [--input-format NAME] [--path-fields T] [--map F=C,...]]
 
 Every row's ``pred_answer`` and ``correct`` are dropped and misstep extracts and grades the
 response against its gold (``grade_traces(..., regrade=True)``); the result is compared, row by
 row, with the source's own grade. Prints one JSON object: per set, per (model, benchmark) pair
 the rows, both accuracies (percent), the difference in points and the disagreements (each with
-both answers); per model the same totals; and the issue-27 targets (within 0.2 points of
-accuracy per model; within max(1 item, 2%) on at least 25 of every 26 pairs).
+both answers); per model the same totals; and the targets of issues 27 and 33 (within 0.2
+points of accuracy per model; within max(1 item, 2%) on at least 25 of every 26 pairs; the
+mean absolute difference per pair in points, at most 0.5 on the issue's 13 benchmarks).
 
 Sets:
+
+- ``--read PATH ...``: harness outputs read as the harness wrote them, by misstep's readers
+  (``--input-format``, ``--path-fields``, ``--map`` as the CLI takes them): the harness's
+  grade is each trace's ``correct`` as read, its answer ``harness_answer``; rows the harness
+  did not grade are counted in ``not_graded_by_harness`` and left out.
 
 - ``--tora FILE``: evaluation outputs of the ToRA / Qwen2.5-Math harness (``math_eval.py``:
   JSONL rows with ``idx``, ``gt``, ``code`` (the responses), ``pred`` and, in newer versions,
@@ -41,10 +47,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import orjson
 from realcritic_case import realcritic_rows  # a sibling script: run from benchmarks/
 
-from misstep.rollouts import Trace, grade_traces, read_traces
+from misstep.rollouts import ReadSpec, Trace, grade_traces, parse_column_map, read_traces
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 _POINTS_PER_MODEL = 0.2
@@ -75,37 +80,49 @@ def _harness_numeric(pred: str, gold: str) -> bool | None:
     return any(math.isclose(p, x, rel_tol=1e-4) for x in (g / 100, g, g * 100))
 
 
-def _tora_model(path: Path) -> str:
-    return path.parents[1].name if path.name.startswith("test_") else path.stem
-
-
 def _tora_rows(path: Path) -> tuple[list[Trace], dict[str, bool], int]:
-    model = _tora_model(path)
-    dataset = path.parent.name if path.name.startswith("test_") else "gsm8k"
+    """A ToRA / Qwen2.5-Math harness file read by misstep's own reader (``qwen-math-eval``):
+    the model is the folder two levels up when the file is named ``test_*``, else the file's
+    stem; the harness's grade is ``score`` where rows carry it, else its numeric rule."""
+    model = path.parents[1].name if path.name.startswith("test_") else path.stem
     traces: list[Trace] = []
     truth: dict[str, bool] = {}
     fallback = 0
-    with path.open("rb") as handle:
-        for line in handle:
-            row = orjson.loads(line)
-            pred, gold = str(row["pred"][0]), str(row["gt"])
-            if "score" in row:
-                grade = bool(row["score"][0])
-            else:
-                numeric = _harness_numeric(pred, gold)
-                fallback += numeric is None
-                grade = bool(numeric)
-            trace = Trace(
-                problem_id=str(row["idx"]),
-                response=str(row["code"][0]),
-                checkpoint=model,
-                dataset=dataset,
-                problem=row.get("question"),
-                gold_answer=gold,
-            )
-            traces.append(trace)
-            truth[trace.trace_id] = grade
+    for trace in read_traces(path, input_format="qwen-math-eval"):
+        if trace.correct is not None:
+            grade = trace.correct
+        else:
+            numeric = _harness_numeric(str(trace.harness_answer or ""), str(trace.gold_answer))
+            fallback += numeric is None
+            grade = bool(numeric)
+        update: dict[str, Any] = {"checkpoint": model, "correct": None, "trace_id": ""}
+        if not path.name.startswith("test_"):
+            update["dataset"] = "gsm8k"
+        trace = Trace(**(trace.model_dump() | update))
+        traces.append(trace)
+        truth[trace.trace_id] = grade
     return traces, truth, fallback
+
+
+def _read_rows(
+    paths: list[Path], spec: ReadSpec
+) -> tuple[list[Trace], dict[str, bool], dict[str, str], int]:
+    """Harness outputs read as written (``--read``): the harness's grade (the reader's
+    ``correct``) and extracted answer by trace id; rows the harness did not grade are left out
+    and counted."""
+    traces: list[Trace] = []
+    truth: dict[str, bool] = {}
+    preds: dict[str, str] = {}
+    ungraded = 0
+    for path in paths:
+        for trace in read_traces(path, input_format=spec):
+            if trace.correct is None:
+                ungraded += 1
+                continue
+            truth[trace.trace_id] = trace.correct
+            preds[trace.trace_id] = trace.harness_answer or ""
+            traces.append(trace.model_copy(update={"correct": None, "pred_answer": None}))
+    return traces, truth, preds, ungraded
 
 
 def _shared_rows(path: Path, by_model: bool) -> tuple[list[Trace], dict[str, bool]]:
@@ -195,8 +212,20 @@ def main() -> None:
     parser.add_argument("--realcritic", type=Path)
     parser.add_argument("--data", type=Path, default=SHARED_DATA)
     parser.add_argument("--no-shared", action="store_true", help="skip the shared real data")
+    parser.add_argument("--read", type=Path, nargs="*", default=[])
+    parser.add_argument("--input-format")
+    parser.add_argument("--path-fields")
+    parser.add_argument("--map", dest="column_map")
     args = parser.parse_args()
     sets: dict[str, Any] = {}
+    if args.read:
+        spec = ReadSpec(
+            format=args.input_format,
+            path_fields=args.path_fields,
+            columns=parse_column_map(args.column_map),
+        )
+        traces, truth, preds, ungraded = _read_rows(args.read, spec)
+        sets["read"] = _compare(traces, truth, preds) | {"not_graded_by_harness": ungraded}
     if args.tora:
         traces, truth, fallback = [], {}, 0
         for path in args.tora:
@@ -219,6 +248,8 @@ def main() -> None:
     summary = {
         "pairs": len(pairs),
         "pairs_within": sum(p["within_target"] for p in pairs),
+        # the issue's second target: the mean, over pairs, of |misstep - harness| in points
+        "mean_abs_points": round(sum(abs(p["points"]) for p in pairs) / max(1, len(pairs)), 2),
         "pairs_target_met": sum(p["within_target"] for p in pairs) >= _PAIRS_SHARE * len(pairs),
         "models": len(models),
         "models_within_0.2_points": sum(m["within_target"] for m in models),

@@ -139,7 +139,7 @@ def _timed_report(graded: pd.DataFrame, labels: pd.DataFrame) -> dict[str, objec
     from misstep.report import write_report
 
     t0 = time.perf_counter()
-    result = link_analysis(graded, labelled_run_of(graded, labels))
+    result = link_analysis(labelled_run_of(graded, labels))
     t1 = time.perf_counter()
     # What `misstep report` adds: the other aggregators and the pass@k / maj@k curves.
     voting, curves = _voting_and_curves(graded, result.k)

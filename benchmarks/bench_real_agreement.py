@@ -44,7 +44,7 @@ def _misstep(*args: str) -> str:
 
 def _agree(run: Path) -> dict[str, object]:
     out = _misstep(
-        "agree", "--human", str(PB / "human_labels.jsonl"), "--judge", str(run),
+        "agree", "--human", str(PB / "human_labels.jsonl"), "--labels", str(run),
         "--format", "json", "--n-boot", "1000",
     )  # fmt: skip
     (step,) = json.loads(out)["steps"]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from misstep.agreement import load_labelled_run
 from misstep.judge import JudgeConfig
 from misstep.metrics import vote_metrics
 from misstep.pipelines import analyse_run, make_synthetic_run, run_labeling
-from misstep.rollouts import grade_traces, read_traces
+from misstep.rollouts import grade_traces, load_graded, read_traces
 from misstep.taxonomy import load_taxonomy
 
 
@@ -32,7 +33,8 @@ def main() -> None:
     )
     print("label statuses:", dict(sorted(summary.status_counts.items())))
 
-    analysis = analyse_run(traces, out / "labels", ks=(1, 16))
+    labelled = load_labelled_run(out / "labels", load_graded(traces), full=True)
+    analysis = analyse_run(labelled, ks=(1, 16))
     for finding in analysis.result.findings[:3]:
         print("-", finding.sentence)
 

@@ -21,10 +21,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from misstep.cli.app import app
+from misstep.labels import read_task_design
 
 runner = CliRunner()
 
@@ -144,7 +146,7 @@ def test_every_command_agrees(run: dict[str, Path]) -> None:
         ]
     )
     agree = _json(
-        ["agree", "--human", human, "--judge", labels, "--format", "json", "--n-boot", "20"]
+        ["agree", "--human", human, "--labels", labels, "--format", "json", "--n-boot", "20"]
     )
 
     by_ck = {row["checkpoint"]: row for row in summary}
@@ -372,7 +374,7 @@ def test_one_labelled_run_gives_one_answer(budget_run: dict[str, Path]) -> None:
     summary = _json(["summary", traces, "--by", "checkpoint", "--format", "json", *common])
     by_ds = _json(["summary", traces, "--by", "dataset", "--format", "json", *common])
     link = _json(["link", traces, *common, "--by", "dataset", "--format", "json"])
-    agree = _json(["agree", "--judge", labels, "--human", human, "--format", "json"])
+    agree = _json(["agree", "--labels", labels, "--human", human, "--format", "json"])
 
     # Every table shows the run's taxonomy, in its order, the unused type too.
     assert link["types"] == KEYS
@@ -470,8 +472,9 @@ def test_report_and_sample_use_the_same_run(budget_run: dict[str, Path]) -> None
     )
     assert result.exit_code == 0, result.output
     rows = [t["data"] for t in json.loads(task.read_text(encoding="utf-8"))]
-    assert len(rows) == 16
-    weights = {(r["checkpoint"], r["dataset"]): r["weight"] for r in rows}
+    assert len(rows) == 16 and not any("weight" in r for r in rows)  # blind: in the sidecar
+    side = read_task_design(budget_run["tmp"] / "task.json.judge.jsonl")
+    weights = {(r["checkpoint"], r["dataset"]): side[r["trace_id"]].weight for r in rows}
     assert weights == {
         ("c1", "d"): pytest.approx(3.0),
         ("c1", "e"): pytest.approx(1.0),
@@ -498,7 +501,7 @@ def test_a_mistyped_or_moved_taxonomy_is_an_error(budget_run: dict[str, Path]) -
     for args in (
         ["summary", traces, "--labels", str(labels), "--human", str(bad)],
         ["link", traces, "--labels", str(labels), "--human", str(bad)],
-        ["agree", "--judge", str(labels), "--human", str(bad)],
+        ["agree", "--labels", str(labels), "--human", str(bad)],
     ):
         result = runner.invoke(app, args)
         assert result.exit_code == 2, result.output
@@ -529,3 +532,107 @@ def test_a_mistyped_or_moved_taxonomy_is_an_error(budget_run: dict[str, Path]) -
     )
     assert result.exit_code == 2
     assert "hash" in result.output
+
+
+# --- link's shares, intervals and shift tests come from the estimator, for every estimator ---
+
+
+@pytest.fixture(scope="module")
+def estimator_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The synthetic run (three checkpoints, two datasets of 12 problems, 8 samples each),
+    labelled by the rules judge, and people's labels of 16 judged traces per checkpoint: the
+    judge's type, every fourth changed (enough for ppi, which needs 10 per checkpoint)."""
+    from misstep.labels import LabelStatus, read_labels
+    from misstep.pipelines import make_synthetic_run
+
+    tmp = tmp_path_factory.mktemp("estimators")
+    traces = make_synthetic_run(
+        tmp / "traces.jsonl", seed=2, n_checkpoints=3, problems_per_dataset=12,
+        samples_per_problem=8,
+    )  # fmt: skip
+    run_dir = tmp / "run"
+    result = runner.invoke(app, ["label", str(traces), "--out", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    ok = sorted(
+        (lab.checkpoint or "", t, lab.error_type or "")
+        for t, lab in read_labels(run_dir).items()
+        if lab.status == LabelStatus.OK
+    )
+    people = []
+    for ck in sorted({c for c, _, _ in ok}):
+        mine = [(t, e) for c, t, e in ok if c == ck][:16]
+        assert len(mine) == 16
+        for i, (t, e) in enumerate(mine):
+            other = "other" if e != "other" else "arithmetic"
+            people.append(
+                {"trace_id": t, "annotator": "ann", "error_type": other if i % 4 == 0 else e}
+            )
+    human = _write(tmp / "human.jsonl", people)
+    return {"traces": traces, "run": run_dir, "human": human}
+
+
+@pytest.mark.parametrize("estimator", ["judge", "ppi", "pooled"])
+def test_link_takes_its_shares_intervals_and_shift_tests_from_the_estimator(
+    estimator_run: dict[str, Path], estimator: str
+) -> None:
+    from scipy import stats
+
+    from misstep.agreement import AnalysisConfig, Estimator, load_labelled_run
+    from misstep.rollouts import load_graded
+
+    traces, run, human = (estimator_run[k] for k in ("traces", "run", "human"))
+    people = [] if estimator == "judge" else ["--human", str(human), "--estimator", estimator]
+    summary = _json(
+        ["summary", str(traces), "--labels", str(run), "--by", "checkpoint", "--format", "json",
+         *people]
+    )  # fmt: skip
+    link = _json(["link", str(traces), "--labels", str(run), "--format", "json", *people])
+    # the estimator objects, in process, on the same run with the same config
+    labelled = load_labelled_run(
+        run,
+        load_graded(traces),
+        human=[] if estimator == "judge" else [human],
+        config=AnalysisConfig(estimator=Estimator.PPI if estimator == "judge" else estimator),
+    )
+    dists = {d.checkpoint: d for d in labelled.distributions(pool_datasets=True)}
+    by_ck = {r["checkpoint"]: r for r in summary}
+    assert list(by_ck) == [c["checkpoint"] for c in link["checkpoints"]]
+    for c in link["checkpoints"]:
+        row, d = by_ck[c["checkpoint"]], dists[c["checkpoint"]]
+        est = d.estimate
+        assert est is not None
+        corrected = estimator != "judge"
+        # every checkpoint has enough people's labels: the correction makes the shares
+        assert (est is d.corrected_estimate) is corrected
+        assert c["error_dist_estimator"] == est.estimator.value
+        assert c["error_dist_estimator"] == (estimator if corrected else "judge")
+        shares = row["error_dist_corrected"] if corrected else row["error_dist"]
+        cis = row["error_dist_ci"] if corrected else row["error_dist_raw_ci"]
+        # summary's figures, figure by figure, are link's and the estimate's
+        assert _close(c["error_dist"], shares) and _close(c["error_dist"], est.as_dict())
+        assert _close(c["error_dist_ci"], cis) and _close(c["error_dist_ci"], est.ci_dict())
+        assert _close(c["error_dist_judge"], row["error_dist"])
+    tested = 0
+    for shift in link["shifts"]:
+        a, b = dists[shift["before"]].estimate, dists[shift["after"]].estimate
+        assert a is not None and b is not None
+        before, after = by_ck[shift["before"]], by_ck[shift["after"]]
+        key = "error_dist_corrected" if estimator != "judge" else "error_dist"
+        for change in shift["changes"]:
+            t = change["error_type"]
+            i = a.categories.index(t)
+            # the shares tested are summary's ...
+            assert change["share_before"] == pytest.approx(before[key][t])
+            assert change["share_after"] == pytest.approx(after[key][t])
+            # ... and the test is the estimates' z test with their variances
+            delta = b.shares[i] - a.shares[i]
+            se = float(np.sqrt(a.cov[i, i] + b.cov[i, i]))
+            assert change["delta"] == pytest.approx(delta)
+            if change["p_raw"] is None:
+                continue
+            tested += 1
+            p = 1.0 if se == 0 else 2 * stats.norm.sf(abs(delta) / se)
+            assert change["p_raw"] == pytest.approx(p)
+            z = stats.norm.ppf(0.975)  # the z test's interval at the default 95%
+            assert change["ci"] == pytest.approx([delta - z * se, delta + z * se])
+    assert tested > 0  # the run has enough labels for the tests to run

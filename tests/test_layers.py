@@ -1,6 +1,6 @@
-"""Lower layers never import higher ones: rollouts -> taxonomy -> labels -> prompts -> judge
--> metrics -> agreement -> discover -> link -> report -> review -> pipelines -> cli. Checked on
-the source text (ast), so lazy imports inside functions count too."""
+"""Lower layers never import higher ones: rollouts -> taxonomy -> verdict -> labels -> prompts
+-> judge -> metrics -> agreement -> discover -> link -> report -> review -> pipelines -> cli.
+Checked on the source text (ast), so lazy imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "misstep"
 ORDER = [
     "rollouts",
     "taxonomy",
+    "verdict",
     "labels",
     "prompts",
     "judge",
@@ -58,3 +59,14 @@ def test_layer_check_sees_a_violation(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from misstep.cli import app\n", encoding="utf-8")
     assert _imported_layers(module) == {"cli"}
+
+
+def test_the_judge_imports_nothing_from_storage() -> None:
+    # The judge's contract with storage is misstep.verdict (statuses, verdicts, the evidence
+    # check); records and manifests are made in misstep.labels, where runs are stored.
+    bad = [
+        str(path.relative_to(PACKAGE))
+        for path in sorted((PACKAGE / "judge").rglob("*.py"))
+        if "labels" in _imported_layers(path)
+    ]
+    assert not bad, "the judge imports misstep.labels:\n" + "\n".join(bad)

@@ -120,13 +120,27 @@ class TaxonomyError(InputError):
 
 
 class OptionError(InputError):
-    """A command-line option or configuration value that is not allowed."""
+    """A command-line option or configuration value that is not allowed.
+
+    Domain code names the value by its field (``ks``, ``halfwidth``, a config model's field);
+    ``misstep.cli`` names the flag instead (``renamed``). ``{option}`` in ``hint`` stands for
+    whichever name the error carries."""
 
     def __init__(self, *, option: str, value: Any, allowed: str, hint: str | None = None) -> None:
         self.option = option
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{option}={_short(value)} is not allowed: {allowed}", hint=hint)
+        self.hint_template = hint
+        super().__init__(
+            f"{option}={_short(value)} is not allowed: {allowed}",
+            hint=None if hint is None else hint.replace("{option}", option),
+        )
+
+    def renamed(self, option: str) -> OptionError:
+        """The same error naming ``option`` (a command's flag) instead."""
+        return OptionError(
+            option=option, value=self.value, allowed=self.allowed, hint=self.hint_template
+        )
 
 
 class OutputError(MisstepError):

@@ -141,3 +141,82 @@ def test_real_mrben_annotators_against_each_other(shared_data: Path) -> None:
     p_e = sum(ca[k] * cb[k] for k in ca) / len(both) ** 2
     assert pair.cohen_kappa == pytest.approx((same / len(both) - p_e) / (1 - p_e))
     assert report.overall.krippendorff_alpha == pytest.approx(pair.cohen_kappa, abs=0.01)
+
+
+def test_processbench_f1_against_the_consensus_whatever_the_annotator_ids() -> None:
+    """Issue 34, item 12: erroneous items labelled by A and B, error-free ones by C (as in
+    Mr-Ben); no pair has both kinds, so every pair's F1 was "-". The judge against the
+    people's consensus step has both."""
+    err = Rating(error_type="arithmetic", has_error=True)
+    raters = {
+        "A": {"t1": _step(err, 2), "t2": _step(err, 1), "t5": _step(err, 0)},
+        "B": {"t1": _step(err, 2), "t2": _step(err, 3)},
+        "C": {"t3": Rating(has_error=False), "t4": Rating(has_error=False)},
+        "judge": {
+            "t1": _step(err, 2),
+            "t2": _step(err, 1),
+            "t3": Rating(has_error=False),
+            "t4": Rating(has_error=False),
+            "t5": _step(err, 3),
+        },
+    }
+    report = agreement_report(raters, judges=["judge"], n_boot=50)
+    pairwise = [s for s in report.steps if not s.a.startswith("consensus")]
+    assert all(s.processbench_f1 is None for s in pairwise)
+    (row,) = [s for s in report.steps if s.a.startswith("consensus")]
+    assert (row.a, row.b) == ("consensus(A,B,C)", "judge")
+    # consensus: t1 step 2 (A, B), t2 tied (1 vs 3: left out), t3 and t4 no error (C), t5 step
+    # 0 (A alone). The judge: t1 right, t5 wrong (3), t3 and t4 no error: right.
+    # acc erroneous 1/2, acc error-free 2/2, F1 = 2 * 0.5 * 1 / 1.5 = 2/3; exact 3/4
+    assert (row.n, row.n_erroneous, row.n_error_free) == (4, 2, 2)
+    assert (row.acc_erroneous, row.acc_error_free) == (0.5, 1.0)
+    assert row.processbench_f1 == pytest.approx(2 / 3)
+    assert row.exact_agreement == pytest.approx(0.75)
+    assert row.processbench_f1_ci is not None
+    assert any("1 item(s) whose people give different first error steps" in n for n in report.notes)
+
+
+def _step(rating: Rating, step: int) -> Rating:
+    return Rating(error_type=rating.error_type, first_error_step=step, has_error=True)
+
+
+def test_a_note_says_why_kappa_and_alpha_differ() -> None:
+    """10 items: A says arithmetic on 2 and other on 8, B arithmetic on 8 and other on 2;
+    they agree on 4 (2 arithmetic, 2 other)."""
+    a = ["arithmetic"] * 2 + ["other"] * 8
+    b = ["arithmetic"] * 8 + ["other"] * 2
+    items = [f"t{i}" for i in range(10)]
+    report = agreement_report(
+        {"A": dict(zip(items, a, strict=True)), "B": dict(zip(items, b, strict=True))}, n_boot=20
+    )
+    (pair,) = report.pairs
+    # kappa: p_o = 0.4, p_e = 0.2 * 0.8 + 0.8 * 0.2 = 0.32, (0.4 - 0.32) / 0.68 = 0.1176
+    assert pair.cohen_kappa == pytest.approx(0.08 / 0.68)
+    # alpha: pooled shares 10/20 each; 6 disagreeing items give 12 off-diagonal coincidences;
+    # 1 - (20 - 1) * 12 / (2 * 10 * 10) = -0.14
+    assert pair.krippendorff_alpha == pytest.approx(-0.14)
+    assert report.overall.krippendorff_alpha == pytest.approx(-0.14)
+    note, why = [n for n in report.notes if "Krippendorff" in n]
+    assert "0.118" in note and "-0.140" in note
+    assert "arithmetic: 20% for A, 80% for B" in note
+    assert "pooled" in why and "own type shares" in why
+    # Alike shares: no note.
+    same = agreement_report(
+        {"A": dict(zip(items, a, strict=True)), "B": dict(zip(items, a[::-1], strict=True))},
+        n_boot=20,
+    )
+    assert not [n for n in same.notes if "Krippendorff" in n]
+    # On 3 items with alike shares alpha's small-sample correction alone sets them apart: no
+    # word on shares. kappa: p_o 1/3, p_e 4/9 + 1/9 = 5/9, (1/3 - 5/9) / (4/9) = -0.5; alpha:
+    # 6 values (4 arithmetic, 2 other), 2 disagreeing items, 1 - 5 * 4 / (2 * 4 * 2) = -0.25.
+    few = agreement_report(
+        {
+            "A": {"t1": "arithmetic", "t2": "arithmetic", "t3": "other"},
+            "B": {"t1": "other", "t2": "arithmetic", "t3": "arithmetic"},
+        },
+        n_boot=20,
+    )
+    (tiny,) = few.pairs
+    assert tiny.cohen_kappa == pytest.approx(-0.5)
+    assert tiny.krippendorff_alpha == pytest.approx(-0.25)
+    assert not [n for n in few.notes if "Krippendorff" in n]

@@ -48,7 +48,7 @@ def test_processbench_experts_vs_rules_judge(shared_data: Path, tmp_path: Path) 
             "agree",
             "--human",
             str(shared_data / "processbench" / "human_labels.jsonl"),
-            "--judge",
+            "--labels",
             str(run),
             "--format",
             "json",
@@ -90,7 +90,17 @@ def test_mr_gsm8k_tags_vs_rules_judge(shared_data: Path, tmp_path: Path) -> None
     _label(traces, run)
     result = runner.invoke(
         app,
-        ["agree", "--human", str(tags), "--judge", str(run), "--format", "json", "--n-boot", "200"],
+        [
+            "agree",
+            "--human",
+            str(tags),
+            "--labels",
+            str(run),
+            "--format",
+            "json",
+            "--n-boot",
+            "200",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from misstep.agreement import correct_distribution, error_distributions
+from misstep.agreement import AnalysisConfig, correct_distribution, error_distributions
 from misstep.labels import LabelStatus, StoredLabel
 
 CATS = ["arithmetic", "other"]
@@ -62,7 +62,7 @@ def test_error_distributions_resample_the_problems() -> None:
                 trace_id=tid, judge="j", status=LabelStatus.OK, error_type=kind
             )
     graded = pd.DataFrame(rows).assign(outcome="wrong")
-    [d] = error_distributions(graded, labels, CATS, n_boot=500, seed=3)
+    [d] = error_distributions(graded, labels, CATS, config=AnalysisConfig(n_boot=500, seed=3))
     assert d.error_dist == {"arithmetic": 0.3, "other": pytest.approx(0.7)}
     types = [str(labels[r["trace_id"]].error_type) for r in rows]
     by_problem = correct_distribution(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from misstep.agreement import error_distributions, plot_confusion
+from misstep.agreement import AnalysisConfig, Estimator, error_distributions, plot_confusion
 from misstep.labels import HumanLabel, LabelStatus, StoredLabel, human_consensus
 
 CATS = ["arithmetic", "other"]
@@ -38,7 +38,7 @@ def _labels() -> dict[str, StoredLabel]:
 
 
 def test_raw_distribution_counts_ok_labels_of_wrong_traces_only() -> None:
-    out = error_distributions(_graded(), _labels(), CATS, n_boot=50)
+    out = error_distributions(_graded(), _labels(), CATS, config=AnalysisConfig(n_boot=50))
     by = {d.checkpoint: d for d in out}
     # s1: wrong t1, t2 (ok, arithmetic), t3 (failed); t4 is correct and does not count.
     assert by["s1"].n_wrong == 3
@@ -60,9 +60,8 @@ def test_corrected_with_human_labels_and_plot(tmp_path: Path) -> None:
         "t2": ("other", 1.0),
         "t5": ("other", 2.0),
     }
-    out = error_distributions(
-        _graded(), _labels(), CATS, human=human, n_boot=50, estimator="pooled"
-    )
+    config = AnalysisConfig(n_boot=50, estimator=Estimator.POOLED)
+    out = error_distributions(_graded(), _labels(), CATS, human=human, config=config)
     s1 = next(d for d in out if d.checkpoint == "s1")
     assert s1.n_human == 3
     assert s1.error_dist_corrected is not None and s1.error_dist_ci is not None

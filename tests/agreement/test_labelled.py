@@ -105,7 +105,7 @@ def test_the_run_taxonomy_people_and_weights(tmp_path: Path, custom: Path) -> No
     # stratified: x holds 3 of the 4 wrong traces (all slip), y 1 (guess): slip 3/4
     assert pooled.error_dist == pytest.approx({"slip": 0.75, "guess": 0.25})
     assert labelled.distributions(pool_datasets=True) is labelled.distributions(pool_datasets=True)
-    records = labelled_summary(labelled, [1], by_dataset=False)
+    records = labelled_summary(labelled, [1], by_dataset=False).records()
     assert records[0]["error_dist"] == pytest.approx({"slip": 0.75, "guess": 0.25})
     assert records[0]["n_labelled"] == 3
 

@@ -191,7 +191,8 @@ def test_shift_tests_from_the_corrected_shares() -> None:
     a = shift.changes[0]
     assert a.delta == pytest.approx(0.1)
     assert a.p_raw == pytest.approx(2 * stats.norm.sf(0.1 / math.sqrt(0.005)))
-    assert a.ci == pytest.approx((0.1 - 1.96 * math.sqrt(0.005), 0.1 + 1.96 * math.sqrt(0.005)))
+    z = stats.norm.ppf(0.975)  # the interval's level, 95%
+    assert a.ci == pytest.approx((0.1 - z * math.sqrt(0.005), 0.1 + z * math.sqrt(0.005)))
     # Wald: (0.1^2 + 0.1^2) / 0.005 = 4 on 2 dof
     assert shift.chi2 == pytest.approx(4.0) and shift.dof == 2
     assert shift.p_raw == pytest.approx(stats.chi2.sf(4.0, 2))
@@ -205,7 +206,7 @@ def test_error_distributions_ppi_holds_under_drift_where_pooled_does_not() -> No
     # c1 and 30% at c2 (else arithmetic). People label 100 per checkpoint with the truth.
     import pandas as pd
 
-    from misstep.agreement import error_distributions
+    from misstep.agreement import AnalysisConfig, Estimator, error_distributions
     from misstep.labels import HumanLabel, LabelStatus, StoredLabel
 
     rng = np.random.default_rng(7)
@@ -230,7 +231,11 @@ def test_error_distributions_ppi_holds_under_drift_where_pooled_does_not() -> No
     pooled = {
         d.checkpoint: d
         for d in error_distributions(
-            graded, labels, cats, human=human, estimator="pooled", n_boot=200
+            graded,
+            labels,
+            cats,
+            human=human,
+            config=AnalysisConfig(estimator=Estimator.POOLED, n_boot=200),
         )
     }
     for ck in ("c1", "c2"):

@@ -16,8 +16,9 @@ from misstep.agreement import (
     write_task,
 )
 from misstep.errors import InvalidRecordError, OptionError
-from misstep.labels import LabelStatus, StoredLabel, read_human_labels
-from misstep.rollouts import Trace
+from misstep.labels import LabelStatus, StoredLabel, read_human_labels, read_task_design
+from misstep.prompts import split_steps
+from misstep.rollouts import Trace, extract_answer
 
 KEYS = ["arithmetic", "misread", "theorem_misuse", "broken_derivation", "other"]
 
@@ -91,8 +92,9 @@ def test_stratified_sample_weights_and_determinism() -> None:
     row = rows[0]
     assert row.steps.splitlines()[1] == "[1] Then 4*3=13."
     assert row.final_answer.isdigit()
-    with pytest.raises(OptionError, match="--stratify"):
+    with pytest.raises(OptionError, match="stratify='model'") as info:
         stratified_sample(traces, labels, n=3, stratify=["model"])
+    assert info.value.option == "stratify"  # a field; the CLI says --stratify
 
 
 def _fill(path: Path, rows: list[dict[str, object]]) -> None:
@@ -109,14 +111,22 @@ def test_jsonl_task_is_blind_and_reads_back(tmp_path: Path) -> None:
     assert written == [out, tmp_path / "task.jsonl.judge.jsonl"]
     task = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(task) == 6
-    assert "judge_error_type" not in task[0] and "judge" not in task[0]
+    # Nothing of the judge, its strata or the weights in the task (issue 34, item 3).
+    assert set(task[0]) == TASK_COLUMNS
     assert task[0]["error_type"] == "" and task[0]["annotator"] == ""
+    # The sidecar keeps them, in the sample's order, as TaskDesign lines.
     side = [json.loads(line) for line in written[1].read_text().splitlines()]
-    assert side[0]["trace_id"] == task[0]["trace_id"] and side[0]["error_type"]
-    # The task's stratum does not give the judge's type away; the sidecar keeps it whole.
-    assert all("error_type=" not in t["stratum"] for t in task)
-    assert all("judge_stratum" not in t for t in task)
-    assert side[0]["stratum"] == f"{task[0]['stratum']}|error_type={side[0]['error_type']}"
+    assert [x["trace_id"] for x in side] == [r.trace_id for r in rows]
+    first = side[0]
+    # n 6 over 30/10/20 traces: 3, 1, 2 drawn, so every weight is 30/3 = 10/1 = 20/2 = 10
+    assert first["version"] == 1 and first["weight"] == rows[0].weight == 10.0
+    assert (
+        first["stratum"]
+        == rows[0].judge_stratum
+        == (f"checkpoint={rows[0].checkpoint}|error_type={first['error_type']}")
+    )
+    assert (first["judge"], first["allocation"]) == ("rules-abc", "proportional")
+    assert read_task_design(written[1])[rows[0].trace_id].weight == 10.0
     # A person fills in three rows (one "no error") and leaves the rest.
     task[0].update(error_type="arithmetic", first_error_step=1, annotator="ann")
     task[1].update(error_type="no_error", annotator="ann")
@@ -127,7 +137,172 @@ def test_jsonl_task_is_blind_and_reads_back(tmp_path: Path) -> None:
     assert (got[0].error_type, got[0].first_error_step, got[0].has_error) == ("arithmetic", 1, True)
     assert (got[1].error_type, got[1].has_error) == (None, False)
     assert got[2].first_error_step == 0
-    assert got[0].weight == task[0]["weight"]
+    # The weight comes back from the sidecar beside the task.
+    weight = {r.trace_id: r.weight for r in rows}
+    assert [g.weight for g in got] == [weight[g.trace_id] for g in got]
+    # Renamed away from its sidecar: weight 1, unless the sidecar is named.
+    moved = tmp_path / "filled.jsonl"
+    out.rename(moved)
+    assert {g.weight for g in read_human_labels(moved)} == {1.0}
+    assert [g.weight for g in read_human_labels(moved, sidecar=written[1])] == [
+        weight[g.trace_id] for g in got
+    ]
+
+
+TASK_COLUMNS = {
+    "trace_id",
+    "checkpoint",
+    "dataset",
+    "problem_id",
+    "problem",
+    "steps",
+    "final_answer",
+    "error_type",
+    "first_error_step",
+    "annotator",
+}
+
+
+def _by_trace_alone(trace: Trace) -> dict[str, object]:
+    """A task row computed from the trace alone, without any judge label."""
+    answer = trace.pred_answer or extract_answer(trace.response).answer or ""
+    steps = "\n".join(f"[{i}] {x}" for i, x in enumerate(split_steps(trace)))
+    return {
+        "trace_id": trace.trace_id,
+        "checkpoint": trace.checkpoint,
+        "dataset": trace.dataset,
+        "problem_id": trace.problem_id,
+        "problem": trace.problem or "",
+        "steps": steps,
+        "final_answer": answer,
+        "error_type": "",
+        "first_error_step": "",
+        "annotator": "",
+    }
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "labelstudio"])
+def test_no_task_column_depends_on_the_judge(tmp_path: Path, fmt: str) -> None:
+    """Issue 34, item 3: the task had a weight column whose value named the judge's stratum
+    (equal allocation: 30 arithmetic and 10 other at step_1 give weights 30/4 and 10/4) and
+    rows sorted by stratum. Now every cell of every row is what the trace alone gives."""
+    traces, labels = _data()
+    by_id = {t.trace_id: t for t in traces}
+    rows = stratified_sample(traces, labels, n=12, seed=3, allocation="equal")
+    assert len({r.weight for r in rows if r.checkpoint == "step_1"}) == 2  # they differ
+    out = tmp_path / {"jsonl": "t.jsonl", "csv": "t.csv", "labelstudio": "t.json"}[fmt]
+    write_task(rows, out, fmt=fmt, categories=KEYS)  # type: ignore[arg-type]
+    if fmt == "jsonl":
+        task = [json.loads(line) for line in out.read_text().splitlines()]
+    elif fmt == "csv":
+        with out.open(encoding="utf-8", newline="") as fh:
+            task = list(csv.DictReader(fh))
+    else:
+        task = [t["data"] for t in json.loads(out.read_text())]
+        for row in task:
+            row.update(error_type="", first_error_step="", annotator="")
+    assert len(task) == 12
+    for row in task:
+        assert {k: str(v) for k, v in row.items()} == {
+            k: str(v) for k, v in _by_trace_alone(by_id[str(row["trace_id"])]).items()
+        }
+
+
+def test_task_rows_are_in_a_fresh_random_order_and_the_sample_is_reproducible(
+    tmp_path: Path,
+) -> None:
+    traces, labels = _data()
+    rows = stratified_sample(traces, labels, n=12, seed=4)
+    kind = {r.trace_id: r.judge_error_type for r in rows}
+    out = tmp_path / "t.jsonl"
+    orders = []
+    first_arithmetic = 0
+    for _ in range(300):
+        write_task(rows, out, fmt="jsonl", categories=KEYS)
+        order = [json.loads(line)["trace_id"] for line in out.read_text().splitlines()]
+        orders.append(order)
+        first_arithmetic += kind[order[0]] == "arithmetic"
+    # Never the sample's order (sorted by stratum), and not one order twice in 300 (12! ways).
+    assert all(o != [r.trace_id for r in rows] for o in orders)
+    assert len({tuple(o) for o in orders}) == 300
+    # 6 of the 12 are arithmetic: the first row is one half the time (binomial sd 0.029).
+    assert 0.4 < first_arithmetic / 300 < 0.6
+    # Membership and the sidecar follow --seed alone.
+    again = stratified_sample(list(reversed(traces)), labels, n=12, seed=4)
+    other = tmp_path / "u.jsonl"
+    write_task(again, other, fmt="jsonl", categories=KEYS)
+    assert sorted(json.loads(x)["trace_id"] for x in other.read_text().splitlines()) == sorted(
+        orders[0]
+    )
+    side, side_again = tmp_path / "t.jsonl.judge.jsonl", tmp_path / "u.jsonl.judge.jsonl"
+    assert side.read_bytes() == side_again.read_bytes()
+
+
+def test_old_tasks_with_a_weight_column_still_read(tmp_path: Path) -> None:
+    old = tmp_path / "old.jsonl"
+    _fill(
+        old,
+        [
+            {
+                "trace_id": "t1",
+                "stratum": "checkpoint=a",
+                "weight": 17.0,
+                "error_type": "other",
+                "annotator": "ann",
+            },
+            {
+                "trace_id": "t2",
+                "stratum": "checkpoint=a",
+                "weight": 17.36,
+                "error_type": "",
+                "annotator": "",
+            },
+        ],
+    )
+    (got,) = read_human_labels(old, keys=KEYS)
+    assert (got.trace_id, got.weight) == ("t1", 17.0)
+    # a sidecar written before the weights moved there (no weight): the column still counts
+    (tmp_path / "old.jsonl.judge.jsonl").write_text(
+        '{"trace_id": "t1", "judge": "j", "error_type": "arithmetic", "first_error_step": 0,'
+        ' "stratum": "checkpoint=a|error_type=arithmetic"}\n'
+        '{"trace_id": "t2", "judge": "j", "error_type": "other", "first_error_step": 0,'
+        ' "stratum": "checkpoint=a|error_type=other"}\n',
+        encoding="utf-8",
+    )
+    (got,) = read_human_labels(old, keys=KEYS)
+    assert got.weight == 17.0
+    assert read_task_design(tmp_path / "old.jsonl.judge.jsonl")["t1"].version == 0
+
+
+@pytest.mark.parametrize(
+    ("side", "line", "field"),
+    [
+        ('{"trace_id": "t1", "weight": 2}\n{"trace_id": "t2", "weight": -3}\n', 2, "weight"),
+        ('{"trace_id": "t1", "weight": "NaN"}\n', 1, "weight"),
+        ('{"trace_id": "t1", "weight": 0}\n', 1, "weight"),
+        ('{"trace_id": "t1", "weight": 2}\n{"trace_id": "t1", "weight": 2}\n', 2, "trace_id"),
+        ('{"weight": 2}\n', 1, "trace_id"),
+    ],
+)
+def test_bad_sidecars_name_file_line_and_field(
+    tmp_path: Path, side: str, line: int, field: str
+) -> None:
+    task = tmp_path / "task.jsonl"
+    _fill(task, [{"trace_id": "t1", "error_type": "other", "annotator": "ann"}])
+    sidecar = tmp_path / "task.jsonl.judge.jsonl"
+    sidecar.write_text(side, encoding="utf-8")
+    with pytest.raises(InvalidRecordError) as info:
+        read_human_labels(task, keys=KEYS)
+    assert (info.value.path, info.value.line, info.value.field) == (str(sidecar), line, field)
+
+
+def test_a_label_outside_the_sidecar_is_an_error(tmp_path: Path) -> None:
+    task = tmp_path / "task.jsonl"
+    _fill(task, [{"trace_id": "t9", "error_type": "other", "annotator": "ann"}])
+    (tmp_path / "task.jsonl.judge.jsonl").write_text('{"trace_id": "t1", "weight": 2}\n')
+    with pytest.raises(InvalidRecordError, match="sidecar") as info:
+        read_human_labels(task, keys=KEYS)
+    assert (info.value.line, info.value.field) == (1, "trace_id")
 
 
 def test_bad_rows_name_file_line_and_field(tmp_path: Path) -> None:

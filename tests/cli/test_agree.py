@@ -63,7 +63,7 @@ def test_agree_json_shape(tmp_path: Path) -> None:
             "agree",
             "--human",
             str(_humans(tmp_path)),
-            "--judge",
+            "--labels",
             str(_run_dir(tmp_path)),
             "--format",
             "json",
@@ -85,6 +85,21 @@ def test_agree_json_shape(tmp_path: Path) -> None:
     assert set(data["groups"]) == {"s1", "s2"}
     assert data["confusion"][0]["rater"] == "rules:x"
     assert "skipped 1" in result.stderr
+
+
+def test_agree_takes_label_runs_as_labels(tmp_path: Path) -> None:
+    # One name means one thing: --judge is a judge backend (label, discover); agree's label
+    # runs are --labels, as summary, link and report take them.
+    run = str(_run_dir(tmp_path))
+    human = str(_humans(tmp_path))
+    old = runner.invoke(app, ["agree", "--human", human, "--judge", run])
+    assert old.exit_code == 2 and "No such option: --judge" in old.output
+    both = runner.invoke(
+        app, ["agree", "--human", human, "--labels", run, "--labels", run, "--n-boot", "0"]
+    )
+    assert both.exit_code == 0, both.output
+    # The same run twice: its judge again, named after the run the second time.
+    assert f"rules:x@{run}" in both.stdout
 
 
 def test_agree_table(tmp_path: Path) -> None:
@@ -195,8 +210,18 @@ def test_sample_and_import_round_trip(tmp_path: Path) -> None:
     exp_path = tmp_path / "export.json"
     exp_path.write_text(json.dumps(export))
     labels = tmp_path / "human.jsonl"
+    # Label Studio's export has no weight (the task had none): without the sidecar, weight 1,
+    # and import-labels says so
     result = runner.invoke(app, ["import-labels", str(exp_path), "--out", str(labels)])
     assert result.exit_code == 0, result.output
+    assert "every weight 1" in result.stderr and "--sidecar" in result.stderr
+    assert {json.loads(x)["weight"] for x in labels.read_text().splitlines()} == {1.0}
+    side = tmp_path / "ls.json.judge.jsonl"
+    result = runner.invoke(
+        app, ["import-labels", str(exp_path), "--out", str(labels), "--sidecar", str(side)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"weights from {side}" in result.stderr.replace("\n", "")
     rows = [json.loads(line) for line in labels.read_text().splitlines()]
     assert len(rows) == 4 and {r["annotator"] for r in rows} == {"labelstudio:1"}
     # equal allocation over 2 checkpoints (6 and 4 traces): 2 each, weights 3 and 2

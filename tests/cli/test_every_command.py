@@ -194,7 +194,7 @@ def _prepare(name: str, made: dict[str, Run], base: Path, demo: DemoRun) -> Run:
 def _commands(run: Run, out: Path) -> dict[str, list[str]]:
     t, labels = str(run.traces), str(run.labels_arg)
     first, last = run.checkpoints[0], run.checkpoints[-1]
-    agree = ["agree", "--judge", str(run.labels)]
+    agree = ["agree", "--labels", str(run.labels)]
     if run.human is not None:
         agree += ["--human", str(run.human)]
     return {

@@ -73,5 +73,5 @@ def test_every_command_prints_names_as_written(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    out = _ok(["agree", "--human", str(human), "--judge", run, "--by", "checkpoint"])
+    out = _ok(["agree", "--human", str(human), "--labels", run, "--by", "checkpoint"])
     assert "[bold]ann" in out and "ann[2]" in out and "ck[/]" in out

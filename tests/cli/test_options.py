@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from misstep.cli._options import READING, InputFormat, Reading, SeedOpt, reads_traces
 
 
-def test_reads_traces_puts_the_four_options_in_place_and_packs_them() -> None:
+def test_reads_traces_puts_the_reading_options_in_place_and_packs_them() -> None:
     seen: list[tuple[Reading, int]] = []
 
     def command(seed: SeedOpt = 0, reading: Reading = READING, last: int = 1) -> None:
@@ -19,7 +19,16 @@ def test_reads_traces_puts_the_four_options_in_place_and_packs_them() -> None:
     wrapped = reads_traces(command)
     names = list(inspect.signature(wrapped).parameters)
     # in the place of `reading`, in the order every command lists them
-    assert names == ["seed", "input_format", "regrade", "skip_invalid", "no_cache", "last"]
+    assert names == [
+        "seed",
+        "input_format",
+        "regrade",
+        "skip_invalid",
+        "no_cache",
+        "path_fields",
+        "column_map",
+        "last",
+    ]
     app = typer.Typer()
     app.command()(wrapped)
     result = CliRunner().invoke(app, ["--regrade", "--input-format", "csv", "--seed", "3"])

@@ -98,11 +98,17 @@ def test_plan_with_a_pilot_and_the_sample_that_draws_it(tmp_path: Path) -> None:
     assert by_ck == {ck: r["human_labels_needed"] - 40 for ck, r in rows.items()}
     held = {json.loads(x)["trace_id"] for x in human.read_text().splitlines()}
     assert not held & {r["trace_id"] for r in got}
-    assert all(r["stratum"].startswith("checkpoint=") for r in got)
+    side = [json.loads(x) for x in (tmp_path / "task.jsonl.judge.jsonl").read_text().splitlines()]
+    assert all(r["stratum"].startswith("checkpoint=") for r in side)
+    assert {r["allocation"] for r in side} == {"plan"}
     again = tmp_path / "again.jsonl"
     same = runner.invoke(app, [*base, str(again), "--halfwidth", "0.08"])
     assert same.exit_code == 0, same.output
-    assert again.read_text() == task.read_text()
+    # the same traces (in another random order) and the same sidecar
+    assert sorted(again.read_text().splitlines()) == sorted(task.read_text().splitlines())
+    assert (tmp_path / "again.jsonl.judge.jsonl").read_text() == (
+        tmp_path / "task.jsonl.judge.jsonl"
+    ).read_text()
     both = runner.invoke(app, [*base, str(again), "--halfwidth", "0.08", "--plan", str(plan_file)])
     assert both.exit_code == 2
 
@@ -144,7 +150,7 @@ def test_summary_and_link_say_which_estimator_and_how_many_labels(tmp_path: Path
 
 def test_agree_counts_human_labels_and_tests_one_confusion(tmp_path: Path) -> None:
     traces, run, human = _run(tmp_path, n_human=40)
-    args = ["agree", "--human", str(human), "--judge", str(run), "--traces", str(traces)]
+    args = ["agree", "--human", str(human), "--labels", str(run), "--traces", str(traces)]
     result = runner.invoke(app, [*args, "--by", "checkpoint", "--format", "json", "--n-boot", "20"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -155,3 +161,32 @@ def test_agree_counts_human_labels_and_tests_one_confusion(tmp_path: Path) -> No
     assert 0 < test["p_value"] <= 1
     table = runner.invoke(app, [*args, "--by", "checkpoint", "--n-boot", "20"])
     assert "human labels: 80" in table.stderr and "one confusion" in table.stderr
+
+
+def test_plan_with_more_held_than_needed_expects_what_they_give(tmp_path: Path) -> None:
+    """Issue 34, item 7: with every trace labelled (300 per checkpoint, more than H = 0.1 or
+    0.08 needs), the expected half-width echoed the target (0.0997 at H = 0.1, 0.050 at
+    H = 0.05 for the same labels). Now it is what the held labels give, the same whatever H,
+    and close to the interval summary computes from them."""
+    traces, run, human = _run(tmp_path, n_human=300)
+    args = ["plan", str(traces), "--labels", str(run), "--human", str(human), "--format", "json"]
+    plans = {}
+    for h in ("0.1", "0.08"):
+        result = runner.invoke(app, [*args, "--halfwidth", h])
+        assert result.exit_code == 0, result.output
+        plans[h] = {r["checkpoint"]: r for r in json.loads(result.stdout)["checkpoints"]}
+    summary = runner.invoke(
+        app,
+        ["summary", str(traces), "--labels", str(run), "--human", str(human), "--format", "json"],
+    )
+    # the widest of summary's 95% intervals (none clipped here: the shares are 0.2 to 0.5)
+    achieved = {
+        r["checkpoint"]: max((hi - lo) / 2 for lo, hi in r["error_dist_ci"].values())
+        for r in json.loads(summary.stdout)
+    }
+    for ck, row in plans["0.1"].items():
+        other = plans["0.08"][ck]
+        assert row["human_labels_needed"] == row["human_labels_held"] == 300
+        assert other["human_labels_needed"] == 300
+        assert row["expected_halfwidth"] == other["expected_halfwidth"] < 0.08
+        assert row["expected_halfwidth"] == pytest.approx(achieved[ck], rel=0.1)

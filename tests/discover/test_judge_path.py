@@ -36,7 +36,7 @@ def _script(server: FakeOpenAIServer) -> None:
     def fields(body: dict[str, Any]) -> dict[str, Any]:
         name = body["response_format"]["json_schema"]["name"]
         user = body["messages"][-1]["content"]
-        if name == "proposal":
+        if name == "Proposal":
             if "do not repeat them" in body["messages"][0]["content"]:
                 return {"categories": [{"name": "Table misread", "criterion": "Wrong row."}]}
             return {
@@ -115,14 +115,12 @@ def test_cli_refuses_the_in_process_backend(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "openai" in result.output
 
 
-class _EmbeddingServer:
-    """Stands in for a server that serves /v1/embeddings: three tight groups of texts."""
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        centre = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.0, 0.0, 1.0]}
-        rng = np.random.default_rng(0)
-        x = np.array([centre[t[0]] for t in texts]) + rng.normal(0, 0.01, (len(texts), 3))
-        return np.asarray(x / np.linalg.norm(x, axis=1, keepdims=True))
+def _embed(texts: list[str]) -> np.ndarray:
+    """What a server that serves /v1/embeddings gives: three tight groups of texts."""
+    centre = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.0, 0.0, 1.0]}
+    rng = np.random.default_rng(0)
+    x = np.array([centre[t[0]] for t in texts]) + rng.normal(0, 0.01, (len(texts), 3))
+    return np.asarray(x / np.linalg.norm(x, axis=1, keepdims=True))
 
 
 def test_with_embeddings_the_sample_covers_every_group() -> None:
@@ -132,7 +130,7 @@ def test_with_embeddings_the_sample_covers_every_group() -> None:
     # nearest the k-means centres take one from each.
     texts = [f"a{i}" for i in range(50)] + [f"b{i}" for i in range(45)] + ["c0", "c1", "c2"]
     texts += ["c3", "c4"]
-    picked, used = _sample(_EmbeddingServer(), texts, 3, np.random.default_rng(1))  # type: ignore[arg-type]
+    picked, used = _sample(_embed(texts), texts, 3, np.random.default_rng(1))
     assert used and sorted(t[0] for t in picked) == ["a", "b", "c"]
 
 
@@ -143,3 +141,36 @@ def test_unserved_model_names_the_served_ones() -> None:
         settings = JudgeDiscoverSettings(base_url=server.base_url, model="nope")
         with pytest.raises(OptionError, match="fake-judge"):
             run(_items(), settings)
+
+
+def test_asks_through_the_exchange_a_broken_reply_is_reasked_a_5xx_retried() -> None:
+    with FakeOpenAIServer() as server:
+        _script(server)
+        # request 1 (the proposal) breaks the schema: re-asked once (request 2), which meets a
+        # 503: the transport sends it again (request 3)
+        server.faults_by_request = {1: "malformed", 2: "503"}
+        settings = JudgeDiscoverSettings(
+            base_url=server.base_url, sample=20, concurrency=1, rounds=1
+        )
+        d = run(_items(), settings, DiscoverConfig(min_share=0.05))
+        requests = server.chat_requests
+    assert len(requests) == 3 + 70  # the proposal's three, then one assignment per text
+    reask = requests[1]["messages"]
+    assert reask[-2] == {
+        "role": "assistant",
+        "content": "I think the error is arithmetic, in step 2.",
+    }
+    assert requests[2] == requests[1]
+    assert d.judge_rounds[0]["proposed"] == [UNITS, SIGN]
+    assert d.judge_rounds[0]["assigned"] == 60
+
+
+def test_a_server_that_refuses_the_key_stops_discover_with_exit_3(tmp_path: Path) -> None:
+    from misstep.errors import JudgeUnavailableError
+
+    with FakeOpenAIServer() as server:
+        server.fault = "401"
+        settings = JudgeDiscoverSettings(base_url=server.base_url, sample=20)
+        with pytest.raises(JudgeUnavailableError, match="HTTP 401") as caught:
+            run(_items(), settings)
+    assert caught.value.exit_code == 3

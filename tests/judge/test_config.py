@@ -134,7 +134,7 @@ def test_request_seed_is_pure_and_31_bit() -> None:
 def test_available_and_unknown_judges() -> None:
     assert {"rules", "openai", "vllm"} <= set(available_judges())
     assert available_judges() == sorted(available_judges())
-    with pytest.raises(OptionError, match=r"--judge='nope'.*one of .*openai.*rules.*vllm"):
+    with pytest.raises(OptionError, match=r"backend='nope'.*one of .*openai.*rules.*vllm"):
         create_judge(JudgeConfig(backend="nope"), load_taxonomy())
 
 

@@ -14,9 +14,9 @@ from misstep.judge import (
     JudgeConfig,
     JudgeRequest,
     JudgeResult,
+    JudgeSpec,
     create_judge,
     label_json_schema,
-    label_model,
 )
 from misstep.judge._openai import OpenAIJudge, probe_server
 from misstep.labels import LabelStatus
@@ -30,15 +30,8 @@ SYSTEM = "You are a careful grader. Reply with one JSON object."
 
 def _judge(server: FakeOpenAIServer, **kw: Any) -> OpenAIJudge:
     kw.setdefault("timeout_s", 5.0)
-    return OpenAIJudge(
-        base_url=server.base_url,
-        model="fake-judge",
-        label_type=label_model(TAXONOMY),
-        schema=label_json_schema(TAXONOMY),
-        judge_id="openai:fake-judge:test",
-        backoff_base_s=0.01,
-        **kw,
-    )
+    config = JudgeConfig(backend="openai", model="fake-judge", base_url=server.base_url, **kw)
+    return OpenAIJudge(JudgeSpec(config, TAXONOMY), backoff_base_s=0.01)
 
 
 def _request(
@@ -263,8 +256,9 @@ def test_factory_probes_and_picks_the_only_model(fake_openai: FakeOpenAIServer) 
 def test_factory_needs_model_when_several_are_served() -> None:
     with FakeOpenAIServer(models=("a", "b")) as server:
         config = JudgeConfig(backend="openai", base_url=server.base_url)
-        with pytest.raises(OptionError, match="--model"):
+        with pytest.raises(OptionError, match="model=None") as caught:
             create_judge(config, TAXONOMY)
+    assert caught.value.option == "model"  # the field: only the CLI names its flag
 
 
 def test_api_key_from_env_is_sent_but_never_in_results(

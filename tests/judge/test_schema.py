@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from misstep.judge import EVIDENCE_MAX_CHARS, label_json_schema, label_model
+from misstep.judge import EVIDENCE_MAX_CHARS, LABEL_FIELDS, label_json_schema, label_model
+from misstep.labels import StoredLabel
 from misstep.taxonomy import load_taxonomy
 
 # the order the judge writes them in: the step, the quote and the reasoning before the category
@@ -25,6 +26,13 @@ def good(**over: object) -> dict[str, object]:
     }
     base.update(over)
     return base
+
+
+def test_the_verdict_label_fields_are_the_schema_s_and_a_record_holds_them() -> None:
+    # what storage copies from an ok verdict (LABEL_FIELDS) is what the judge writes, and a
+    # stored record has a field for each
+    assert sorted(LABEL_FIELDS) == sorted(FIELDS)
+    assert set(LABEL_FIELDS) <= set(StoredLabel.model_fields)
 
 
 def test_model_accepts_a_good_label() -> None:

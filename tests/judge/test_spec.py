@@ -142,10 +142,22 @@ def test_declared_gives_a_structural_backend_the_defaults() -> None:
     assert (judge.supports_n, judge.preferred_concurrency, judge.base_url) == (False, 0, None)
     assert judge.too_long(trace) is None and judge.take_notices() == []
     assert dict(judge.server_info) == {} and judge.server_model is None
+    assert judge.spec is None and asyncio.run(judge.embed(["x"])) is None
     request = JudgeRequest(trace=trace, final_answer=None, steps=["r"], messages=[], seed=0)
     assert asyncio.run(judge.judge(request)).reason == "no"
     with pytest.raises(Exception, match="another structured output"):
         judge.for_label(JudgeResult, {}, "x")  # type: ignore[arg-type]
+
+
+def test_the_spec_owns_the_retry_policy_and_the_requests_in_flight() -> None:
+    spec = JudgeSpec(CONFIG.model_copy(update={"concurrency": 4}), TAXONOMY)
+    assert spec.policy == RetryPolicy() and spec.policy is spec.policy  # one per spec
+    # the configuration's concurrency, or more for a backend that batches (vllm: 16 x 4)
+    assert (spec.in_flight(), spec.in_flight(64)) == (4, 64)
+    assert spec.next_attempt("t0", None) == first_attempt(CONFIG, "t0")
+    # the manifest's copy of the configuration never holds a credential
+    secret = CONFIG.model_copy(update={"base_url": "http://user:pw@host:8000/v1"})
+    assert JudgeSpec(secret, TAXONOMY).recorded_config()["base_url"] == "http://host:8000/v1"
 
 
 def test_declared_keeps_a_subclass_itself() -> None:

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from misstep.judge import (
+    JudgeConfig,
     JudgeRequest,
+    JudgeSpec,
     bounded_schema,
     chat_body,
     engine_request,
     label_json_schema,
-    label_model,
 )
 from misstep.judge._vllm import VLLMJudge, engine_settings
 from misstep.labels import LabelStatus
@@ -99,15 +100,8 @@ class _Engine:
 
 
 def _judge(vllm: ModuleType, engine: _Engine, **kw: Any) -> VLLMJudge:
-    return VLLMJudge(
-        engine=engine,
-        vllm_module=vllm,
-        label_type=label_model(TAXONOMY),
-        schema=label_json_schema(TAXONOMY),
-        judge_id="llm:test:0",
-        model="m",
-        **kw,
-    )
+    spec = JudgeSpec(JudgeConfig(backend="vllm", model="m", **kw), TAXONOMY)
+    return VLLMJudge(spec, engine=engine, vllm_module=vllm)
 
 
 def _request(seed: int) -> JudgeRequest:

@@ -65,6 +65,10 @@ def test_csv(tmp_path: Path) -> None:
         ('{"trace_id": "t", "annotator": "a", "has_error": "perhaps"}', "has_error"),
         ('{"trace_id": "t", "annotator": "a", "has_error": true, "weight": 0}', "weight"),
         ('{"trace_id": "t", "annotator": "a", "has_error": true, "weight": "heavy"}', "weight"),
+        ('{"trace_id": "t", "annotator": "a", "has_error": true, "weight": -3}', "weight"),
+        ('{"trace_id": "t", "annotator": "a", "has_error": true, "weight": "NaN"}', "weight"),
+        ('{"trace_id": "t", "annotator": "a", "has_error": true, "weight": "-inf"}', "weight"),
+        ('{"trace_id": "t", "annotator": "a", "has_error": true, "weight": true}', "weight"),
         ('{"trace_id": "t", "annotator": "a", "error_type": 5}', "error_type"),
         ('{"trace_id": "t", "annotator"', None),
     ],
@@ -100,3 +104,12 @@ def test_shared_human_labels(shared_data: Path, folder: str, count: int) -> None
     # error_type is null both for "no error" and for untyped sources; has_error tells them apart.
     typed = [lab for lab in labels if lab.error_type is not None]
     assert all(lab.has_error for lab in typed)
+
+
+def test_a_label_made_in_code_has_a_positive_finite_weight() -> None:
+    from pydantic import ValidationError
+
+    for bad in (0.0, -3.0, float("nan"), float("inf")):
+        with pytest.raises(ValidationError):
+            HumanLabel(trace_id="t", annotator="a", weight=bad)
+    assert HumanLabel(trace_id="t", annotator="a", weight=0.5).weight == 0.5

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from misstep.agreement import labelled_run_of
+from misstep.agreement import AnalysisConfig, Estimator, labelled_run_of
 from misstep.errors import InvalidRecordError
 from misstep.link import link_analysis, read_train_metrics
 from tests.link.link_synth import synth_run
@@ -18,7 +18,7 @@ from tests.link.link_synth import synth_run
 )
 def test_planted_cause_is_top_finding(plant_at: int, plant_type: str, seed: int) -> None:
     graded, labels = synth_run(plant_at=plant_at, plant_type=plant_type, seed=seed)
-    r = link_analysis(graded, labelled_run_of(graded, labels, n_boot=200))
+    r = link_analysis(labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=200)))
     top = r.findings[0]
     assert top.kind == "type_shift"
     assert top.checkpoint == f"global_step_{(plant_at + 1) * 100}"
@@ -31,7 +31,7 @@ def test_planted_cause_is_top_finding(plant_at: int, plant_type: str, seed: int)
 @pytest.mark.parametrize("seed", [100, 101, 102, 103, 104])
 def test_no_planted_cause_claims_nothing(seed: int) -> None:
     graded, labels = synth_run(seed=seed, n_problems=100)
-    r = link_analysis(graded, labelled_run_of(graded, labels, n_boot=200))
+    r = link_analysis(labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=200)))
     assert not [f.sentence for f in r.findings if f.significant]
     assert "no finding reaches significance (adjusted p < 0.05)" in r.notes
 
@@ -40,7 +40,8 @@ def test_json_keys_and_train_metrics(tmp_path: object) -> None:
     graded, labels = synth_run(plant_at=4, seed=3, n_checkpoints=6, n_problems=60)
     tm = pd.DataFrame({"step": [100, 200, 300, 400, 500, 600], "kl": [1, 2, 3, 4, 5, 6.0]})
     r = link_analysis(
-        graded, labelled_run_of(graded, labels, n_boot=100), train_metrics=tm.set_index("step")
+        labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=100)),
+        train_metrics=tm.set_index("step"),
     )
     data = r.to_json()
     json.dumps(data, allow_nan=False)
@@ -55,7 +56,7 @@ def test_json_keys_and_train_metrics(tmp_path: object) -> None:
 
 def test_too_few_data_said_plainly() -> None:
     graded, labels = synth_run(n_checkpoints=2, n_problems=6, n_samples=4, seed=5)
-    r = link_analysis(graded, labelled_run_of(graded, labels, n_boot=50))
+    r = link_analysis(labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=50)))
     text = " ".join(r.notes)
     assert "correlations across checkpoints need 5" in text
     assert "too few data to fit" in text
@@ -88,8 +89,10 @@ def test_human_labels_give_agreement_and_corrected_shares() -> None:
         for i, (t, e) in enumerate(zip(some["trace_id"], some["error_type"], strict=True))
     ]
     # The 40 labels are of the first checkpoints: the pooled inversion corrects every one.
-    run = labelled_run_of(graded, labels, human=human, n_boot=50, estimator="pooled")
-    r = link_analysis(graded, run)
+    run = labelled_run_of(
+        graded, labels, human=human, config=AnalysisConfig(n_boot=50, estimator=Estimator.POOLED)
+    )
+    r = link_analysis(run)
     assert r.agreement is not None and r.agreement["n"] == 40
     judge_logic = int((some["error_type"].tail(10) == "broken_derivation").sum())
     # agreement = (30 + the ones the judge also called logic) / 40
@@ -103,7 +106,10 @@ def test_stages_are_reported_for_a_progress_bar() -> None:
 
     graded, labels = synth_run(seed=1, n_problems=20)
     seen: list[str] = []
-    link_analysis(graded, labelled_run_of(graded, labels, n_boot=20), on_stage=seen.append)
+    link_analysis(
+        labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=20)),
+        on_stage=seen.append,
+    )
     assert len(seen) == LINK_STAGES == len(set(seen))
 
 

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from misstep.metrics import vote_metrics
-from misstep.metrics._intervals import mean_ci, resample_counts, verdict
+from misstep.metrics import mean_ci, resample_counts, verdict, vote_metrics
 
 
 def test_mean_ci_basics() -> None:

@@ -16,9 +16,9 @@ def test_allowed_ks_pass_sorted_and_distinct() -> None:
 @pytest.mark.parametrize(
     ("ks", "most", "hint"),
     [
-        ([1, 4, 8], 1, "--k 1"),  # one sample per problem: only k=1 (issue 27 item 5)
-        ([1, 4, 32], 16, "--k 1,4,16"),  # the ks that fit, and the most samples
-        ([1, 4, 8], 6, "--k 1,4,6"),
+        ([1, 4, 8], 1, "ks 1"),  # one sample per problem: only k=1 (issue 27 item 5)
+        ([1, 4, 32], 16, "ks 1,4,16"),  # the ks that fit, and the most samples
+        ([1, 4, 8], 6, "ks 1,4,6"),
     ],
 )
 def test_a_k_above_the_samples_is_refused_with_a_hint_the_data_allow(
@@ -26,8 +26,11 @@ def test_a_k_above_the_samples_is_refused_with_a_hint_the_data_allow(
 ) -> None:
     with pytest.raises(OptionError) as info:
         check_ks(ks, most)
+    # the domain names the field (the CLI says --k: tests/cli/test_analysis_options.py)
+    assert info.value.option == "ks"
     assert info.value.hint is not None and info.value.hint.endswith(hint)
-    suggested = [int(k) for k in hint.removeprefix("--k ").split(",")]
+    assert info.value.renamed("--k").hint == "pass ks these samples allow, e.g. --k" + hint[2:]
+    suggested = [int(k) for k in hint.removeprefix("ks ").split(",")]
     assert check_ks(suggested, most) == suggested  # the hint itself passes
 
 

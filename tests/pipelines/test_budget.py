@@ -142,34 +142,38 @@ def test_a_pooled_checkpoint_weighs_each_dataset_by_its_wrong_traces() -> None:
     assert [d.error_dist["arithmetic"] for d in by_dataset if d.error_dist] == [1.0, 0.0]
 
 
-def test_link_shares_use_the_same_design_weights() -> None:
-    from misstep.link._shifts import checkpoint_shares, stratum_weights
+def test_link_shares_are_the_estimators_with_the_same_design_weights() -> None:
+    from misstep.agreement import error_distributions
+    from misstep.labels import LabelRow
+    from misstep.link._shifts import checkpoint_shares
 
-    # the checkpoint of the test above: x has 4 wrong (2 labelled), y has 2 (both labelled)
-    wrong = pd.DataFrame(
+    # the checkpoint of the test above: x has 4 wrong (2 labelled, problems p0 and p1), y has
+    # 2 (both labelled, q0 and q1)
+    graded = pd.DataFrame(
         {
+            "trace_id": ["x0", "x1", "x2", "x3", "y0", "y1"],
             "checkpoint": ["c"] * 6,
             "dataset": ["x"] * 4 + ["y"] * 2,
             "problem_id": ["p0", "p1", "p2", "p3", "q0", "q1"],
+            "outcome": ["wrong"] * 6,
         }
     )
-    labelled = pd.DataFrame(
-        {
-            "checkpoint": ["c"] * 4,
-            "dataset": ["x", "x", "y", "y"],
-            "problem_id": ["p0", "p1", "q0", "q1"],
-            "error_type": ["arithmetic", "arithmetic", "misread", "misread"],
-        }
-    )
-    # raw weights 4/2 = 2 for x, 2/2 = 1 for y; scaled to sum to 4 labels: 4/3 and 2/3
-    weights = stratum_weights(wrong, labelled)
-    assert weights.tolist() == pytest.approx([4 / 3, 4 / 3, 2 / 3, 2 / 3])
-    (shares,), _ = checkpoint_shares(
-        labelled.assign(weight=weights.to_numpy()), ["c"], ["arithmetic", "misread"]
-    )
+    labels = {
+        "x0": LabelRow("ok", "arithmetic"),
+        "x1": LabelRow("ok", "arithmetic"),
+        "y0": LabelRow("ok", "misread"),
+        "y1": LabelRow("ok", "misread"),
+    }
+    types = ["arithmetic", "misread"]
+    (d,) = error_distributions(graded, labels, TAXONOMY.keys, pool_datasets=True)
+    (shares,) = checkpoint_shares({"c": d}, ["c"], types)
     assert shares.shares["arithmetic"] == pytest.approx(4 / 6)  # as error_distributions says
-    assert shares.counts == {"arithmetic": 2, "misread": 2}  # the labels themselves
-    assert shares.n_labelled == 4
-    # equal rates: every weight is 1
-    same = stratum_weights(wrong.iloc[[0, 1, 4, 5]], labelled)
-    assert same.tolist() == pytest.approx([1.0] * 4)
+    assert shares.n_labelled == 4 and shares.n_problems == 4
+    # weights N_h / n_h: x 2, y 1; problems' weighted arithmetic counts 2, 2, 0, 0 of
+    # m = 2, 2, 1, 1 (total 6): residuals +-2/3, squares 16/9; var = 4/3 * 16/9 / 36
+    assert shares.variance["arithmetic"] == pytest.approx(64 / 972)
+    # equal rates (x with 2 wrong traces, both labelled): the plain share of the labels, 1/2
+    (same,) = error_distributions(
+        graded.iloc[[0, 1, 4, 5]], labels, TAXONOMY.keys, pool_datasets=True
+    )
+    assert same.error_dist is not None and same.error_dist["arithmetic"] == pytest.approx(0.5)

@@ -90,6 +90,9 @@ def test_end_to_end_with_fake_server_then_resume(
     assert manifest is not None
     assert manifest.judge == summary.judge
     assert manifest.server_model == "fake-judge"
+    # the model was not named: the manifest records the one the id names (the served one)
+    assert manifest.judge_config["model"] == "fake-judge"
+    assert manifest.judge_config["base_url"] == fake.base_url
     assert manifest.taxonomy_hash == TAXONOMY.hash
     assert manifest.inputs[0].path == str(traces.resolve())
     assert manifest.versions["openai"]
@@ -439,6 +442,11 @@ def test_several_servers_share_the_work_and_a_dead_one_is_dropped(tmp_path: Path
             ],
             "--samples",
         ),
+        # the config model's own checks, each named by its flag
+        (["--judge", "openai", "--timeout", "0"], "--timeout=0.0 is not allowed: input should"),
+        (["--judge", "openai", "--deadline", "-1"], "--deadline=-1.0 is not allowed"),
+        (["--judge", "openai", "--samples", "2"], "`--temperature 0.7`"),
+        (["--per-checkpoint", "2", "--pilot", "4"], "--pilot=4 is not allowed"),
     ],
 )
 def test_label_options_are_checked_before_any_connection(

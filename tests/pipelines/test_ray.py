@@ -140,37 +140,37 @@ def test_engine_rows_come_from_the_one_adapter_and_carry_the_retry() -> None:
     """No cluster needed: the row Ray's processor gets, and the plan of a retry."""
     import json
 
-    from misstep.judge import RetryPolicy, request_seed
+    from misstep.judge import JudgeSpec, request_seed
     from misstep.pipelines._ray import _engine_row, _plan
     from misstep.rollouts import Trace
 
     trace = Trace(trace_id="t0", problem_id="p", response="1 + 1 = 3\n\nSo 3.")
     config = JudgeConfig(backend="vllm", model="m", max_tokens=99, reasoning_effort="low")
-    policy = RetryPolicy()
+    spec = JudgeSpec(config, TAXONOMY)
     seed = request_seed(0, "t0", 0)
-    first = _plan(None, trace, config, policy)
+    first = _plan(None, trace, spec)
     assert first is not None
     row = _engine_row({"trace": trace.model_dump_json(), "answer": "3", "plan": first},
-                      config, TAXONOMY)  # fmt: skip
+                      spec)  # fmt: skip
     sampling = row["sampling_params"]
     assert (sampling["seed"], sampling["max_tokens"], sampling["n"]) == (seed, 99, 1)
     step = sampling["structured_outputs"]["json"]["properties"]["first_error_step"]
     assert step["maximum"] == 1  # two steps shown
     first_try = {"kind": "first", "seed": seed, "temperature": 0.0, "status": "truncated"}
     cut = {"status": "truncated", "tries": [first_try]}
-    retry = _plan(cut, trace, config, policy)
+    retry = _plan(cut, trace, spec)
     assert retry is not None
     plan = json.loads(retry)
     assert (plan["kind"], plan["seed"], plan["temperature"]) == ("cut-retry", seed + 1_000_003, 0.3)
     broken = {"status": "unparseable", "raw_reply": "{oops", "reason": "reply: bad JSON"}
-    reask = _plan(broken, trace, config, policy)
+    reask = _plan(broken, trace, spec)
     assert reask is not None
     row = _engine_row({"trace": trace.model_dump_json(), "answer": "3", "plan": reask},
-                      config, TAXONOMY)  # fmt: skip
+                      spec)  # fmt: skip
     assert row["messages"][-2] == {"role": "assistant", "content": "{oops"}
     second = {"kind": "cut-retry", "seed": 1, "temperature": 0.3, "status": "truncated"}
     given_up = {**cut, "tries": [first_try, second]}
-    assert _plan(given_up, trace, config, policy) is None
+    assert _plan(given_up, trace, spec) is None
 
 
 def test_ray_honours_limit_and_pilot(tmp_path: Path, fake: FakeOpenAIServer, cluster: None) -> None:

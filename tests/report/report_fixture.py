@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from misstep.agreement import labelled_run_of
+from misstep.agreement import AnalysisConfig, labelled_run_of
 from misstep.link import LinkResult, link_analysis
 from misstep.rollouts import Trace
 from tests.link.link_synth import synth_run
@@ -31,4 +31,8 @@ def injected_run() -> tuple[LinkResult, dict[str, Trace], pd.DataFrame]:
         )
         for tid in labels["trace_id"]
     }
-    return link_analysis(graded, labelled_run_of(graded, labels, n_boot=100)), traces, labels
+    return (
+        link_analysis(labelled_run_of(graded, labels, config=AnalysisConfig(n_boot=100))),
+        traces,
+        labels,
+    )

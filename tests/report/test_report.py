@@ -45,7 +45,7 @@ def test_report_escapes_and_has_sections(tmp_path: Path) -> None:
 
 
 def test_report_agreement_section_with_human_labels() -> None:
-    from misstep.agreement import labelled_run_of
+    from misstep.agreement import AnalysisConfig, labelled_run_of
     from misstep.labels import HumanLabel
     from misstep.link import link_analysis
     from tests.link.link_synth import synth_run
@@ -56,7 +56,9 @@ def test_report_agreement_section_with_human_labels() -> None:
         for t, e in zip(labels["trace_id"][:20], labels["error_type"][:20], strict=True)
     ]
     html = render_report(
-        link_analysis(graded, labelled_run_of(graded, labels, human=human, n_boot=50))
+        link_analysis(
+            labelled_run_of(graded, labels, human=human, config=AnalysisConfig(n_boot=50))
+        )
     )
     section = html.split('<section id="agreement">')[1].split("</section>")[0]
     # all 20 agree: raw agreement 100%

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -140,3 +141,85 @@ def serving(
     finally:
         server.shutdown()
         server.server_close()
+
+
+TYPES = ("arithmetic", "other")
+
+
+def make_typed_run(
+    tmp: Path, *, n_problems: int = 100, seed: int = 1, permute: int | None = None
+) -> tuple[Fixture, dict[str, str]]:
+    """One checkpoint, ``n_problems`` x 4 samples; samples 0-2 of each problem are wrong and
+    the judge types each of them ``arithmetic`` or ``other`` (about 2 to 1, at random over the
+    ids: the id says nothing of the type), with a confidence, step, quote and explanation of
+    its type. Returns the fixture and trace_id -> the judge's type.
+
+    ``permute`` (a seed): the same traces, the judge's records moved whole between the wrong
+    traces by a random permutation (same counts per type: a run that differs from the first
+    in nothing but which trace the judge gave which type)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    rows = []
+    for p in range(n_problems):
+        for s in range(4):
+            wrong = s < 3
+            rows.append(
+                {
+                    "trace_id": f"t{4 * p + s:04d}",
+                    "problem_id": f"p{p:03d}",
+                    "checkpoint": "ck",
+                    "step": 100,
+                    "dataset": "ds",
+                    "sample_idx": s,
+                    "problem": f"What is 2 + {p}?",
+                    "gold_answer": str(2 + p),
+                    "pred_answer": str(3 + p) if wrong else str(2 + p),
+                    "correct": not wrong,
+                    "response": f"We add.\n\nThen 2 + {p} = {3 + p if wrong else 2 + p}.\n\n"
+                    f"So \\boxed{{{3 + p if wrong else 2 + p}}}.",
+                }
+            )
+    traces = tmp / "traces.jsonl"
+    traces.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    wrong = [r for r in rows if not r["correct"]]
+    kinds = [TYPES[0] if rng.random() < 2 / 3 else TYPES[1] for _ in wrong]
+    records = [
+        {
+            "status": LabelStatus.OK,
+            "error_type": kind,
+            "first_error_step": 1 if kind == TYPES[0] else 0,
+            "evidence": "Then 2 +" if kind == TYPES[0] else None,
+            "explanation": "The sum is off by one." if kind == TYPES[0] else "Something else.",
+            "confidence": 0.9 if kind == TYPES[0] else 0.55,
+        }
+        for kind in kinds
+    ]
+    if permute is not None:
+        random.Random(permute).shuffle(records)
+    run_dir = tmp / "run"
+    run_dir.mkdir()
+    tax = load_taxonomy(None)
+    labels = [
+        StoredLabel(trace_id=str(r["trace_id"]), judge=JUDGE, **rec)
+        for r, rec in zip(wrong, records, strict=True)
+    ]
+    (run_dir / "labels.jsonl").write_bytes(
+        b"".join(orjson.dumps(lab.model_dump(mode="json")) + b"\n" for lab in labels)
+    )
+    write_manifest(
+        run_dir,
+        RunManifest(
+            input_sha256=input_digest(traces),
+            judge=JUDGE,
+            taxonomy_id=tax.id,
+            taxonomy_version=str(tax.version),
+            taxonomy_hash=tax.hash,
+        ),
+    )
+    fx = Fixture(
+        traces=traces,
+        run_dir=run_dir,
+        trace_ids=[str(r["trace_id"]) for r in rows],
+        wrong_ids=[str(r["trace_id"]) for r in wrong],
+    )
+    return fx, {lab.trace_id: str(lab.error_type) for lab in labels}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from misstep.cli.app import app
 from misstep.labels import HumanLabel, human_consensus, read_human_labels
+from misstep.review import ReviewServer
 from tests.review.review_fixture import Fixture, make_run, review_data, serving
 from tests.review.test_api import Client, _label
 
@@ -44,14 +46,24 @@ def _adjudicate(c: Client, body: dict[str, Any]) -> tuple[int, Any]:
     return status, answer
 
 
+def _adjudicator(server: ReviewServer) -> Client:
+    """A client with the server's (shared) adjudicator token."""
+    return Client(server, token=server.token_of(role="adjudicator"))
+
+
 def test_disagreements_side_by_side_and_the_stored_decision(fx: Fixture) -> None:
-    with serving(review_data(fx)) as server:  # not in adjudication mode: refused
+    with serving(review_data(fx)) as server:  # not in adjudication mode: no such role
         c = Client(server)
         a, _, _ = _people(c, fx)
-        assert c.get("/api/disagreements")[0] == 400
-        assert _adjudicate(c, _label(a, annotator="carol"))[0] == 400
+        assert c.get("/api/disagreements")[0] == 403
+        assert _adjudicate(c, _label(a, annotator="carol"))[0] == 403
+        with pytest.raises(KeyError):
+            server.token_of(role="adjudicator")
     with serving(review_data(fx, adjudicate=True)) as server:
-        c = Client(server)
+        # An annotator's token reaches no adjudication view (issue 34, item 4).
+        assert Client(server).get("/api/disagreements")[0] == 403
+        assert _adjudicate(Client(server), _label(a, annotator="carol"))[0] == 403
+        c = _adjudicator(server)
         body = c.get("/api/disagreements")[2]
         # Only a: b is agreed, d has one person (and the judge is not asked for).
         assert body["total"] == 1 and body["done"] == 0
@@ -78,7 +90,7 @@ def test_disagreements_side_by_side_and_the_stored_decision(fx: Fixture) -> None
     # Names hidden, and the judge asked for: d (ann1 "no error" vs the judge's arithmetic)
     # joins a.
     with serving(review_data(fx, adjudicate=True, hide_names=True, with_judge=True)) as server:
-        body = Client(server).get("/api/disagreements")[2]
+        body = _adjudicator(server).get("/api/disagreements")[2]
         assert [i["trace_id"] for i in body["items"]] == sorted([a, fx.wrong_ids[2]])
         names = {p["annotator"] for i in body["items"] for p in i["labels"]}
         assert names == {"person 1", "person 2"}
@@ -112,7 +124,7 @@ def _json(args: list[str]) -> Any:
 
 def test_agree_summary_and_link_read_the_adjudication(fx: Fixture, tmp_path: Path) -> None:
     with serving(review_data(fx, adjudicate=True)) as server:
-        c = Client(server)
+        c = _adjudicator(server)
         a, _, _ = _people(c, fx)
         summary_before = _json(
             ["summary", str(fx.traces), "--labels", str(fx.run_dir), "--format", "json"]
@@ -120,7 +132,7 @@ def test_agree_summary_and_link_read_the_adjudication(fx: Fixture, tmp_path: Pat
         link_before = _json(
             ["link", str(fx.traces), "--labels", str(fx.run_dir), "--format", "json"]
         )
-        agree_args = ["agree", "--judge", str(fx.run_dir), "--format", "json", "--n-boot", "20"]
+        agree_args = ["agree", "--labels", str(fx.run_dir), "--format", "json", "--n-boot", "20"]
         agree_before = _json(agree_args)
         assert (
             _adjudicate(c, _label(a, annotator="carol", error_type="misread", first_error_step=0))[
@@ -156,3 +168,30 @@ def test_agree_summary_and_link_read_the_adjudication(fx: Fixture, tmp_path: Pat
     equivalent = _json(["summary", str(fx.traces), "--labels", str(other), "--format", "json"])
     assert summary_after == equivalent
     assert summary_after != summary_before
+
+
+def test_the_later_adjudication_is_shown_and_used_after_a_restart(fx: Fixture) -> None:
+    """Issue 34, item 6: zed decides arithmetic, amy decides misread later; amy's file is
+    read first (by name), yet her later decision is the one the page shows, live and after a
+    restart, and the one the consensus (so summary, link, report) uses."""
+    with serving(review_data(fx, adjudicate=True)) as server:
+        c = Client(server)
+        a, _, _ = _people(c, fx)
+        assert _adjudicate(c, _label(a, annotator="zed", error_type="arithmetic"))[0] == 200
+        time.sleep(0.01)  # created_at is to the millisecond
+        assert _adjudicate(c, _label(a, annotator="amy", error_type="misread"))[0] == 200
+        live = c.get("/api/disagreements")[2]["items"][0]["adjudicated"]
+        assert (live["annotator"], live["error_type"]) == ("amy", "misread")
+    with serving(review_data(fx, adjudicate=True)) as server:  # a restart
+        again = Client(server).get("/api/disagreements")[2]["items"][0]["adjudicated"]
+        assert (again["annotator"], again["error_type"]) == ("amy", "misread")
+    stored = [
+        x for p in sorted((fx.run_dir / "human").glob("*.jsonl")) for x in read_human_labels(p)
+    ]
+    assert [x.annotator for x in stored if x.role == "adjudicator"] == ["amy", "zed"]
+    assert human_consensus(stored).types[a] == "misread"
+    # link reads the run's people's labels through the same consensus
+    link = _json(["link", str(fx.traces), "--labels", str(fx.run_dir), "--format", "json"])
+    assert (link["agreement"]["n"], link["agreement"]["n_tied"]) == (2, 0)
+    # a: people's consensus misread (amy), the judge said arithmetic -> one disagreement of two
+    assert link["agreement"]["agreement"] == pytest.approx(0.5)

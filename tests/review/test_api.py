@@ -202,8 +202,9 @@ def test_labels_are_stored_and_read_by_agree(fx: Fixture) -> None:
     assert len(read_human_labels(path)) == 4  # "can't tell" is a label too
     # The consensus honours supersession: a's current type is misread (not arithmetic).
     assert human_consensus(read_human_labels(path)).types == {a: "misread"}
-    # A later "can't tell" supersedes an earlier type: nothing left typed for that trace.
-    later = [*people, people[2].model_copy(update={"trace_id": a})]
+    # A later "can't tell" (by created_at) supersedes an earlier type: nothing left typed.
+    after = "2999-01-01T00:00:00.000+00:00"
+    later = [*people, people[2].model_copy(update={"trace_id": a, "created_at": after})]
     assert human_consensus(later).types == {}
     result = CliRunner().invoke(
         app,
@@ -211,7 +212,7 @@ def test_labels_are_stored_and_read_by_agree(fx: Fixture) -> None:
             "agree",
             "--human",
             str(path),
-            "--judge",
+            "--labels",
             str(fx.run_dir),
             "--format",
             "json",
@@ -293,9 +294,13 @@ def test_queue_is_the_sample_misstep_sample_draws(fx: Fixture, tmp_path: Path) -
         ["sample", str(fx.traces), "--labels", str(fx.run_dir), "--out", str(out), "--n", "4"],
     )
     assert result.exit_code == 0, result.output
-    sampled = [orjson.loads(x) for x in out.read_bytes().splitlines()]
+    # The sidecar keeps the sample's order and weights (the task's rows are shuffled).
+    side = out.with_name(out.name + ".judge.jsonl")
+    sampled = [orjson.loads(x) for x in side.read_bytes().splitlines()]
     assert [q["trace_id"] for q in queue["items"]] == [s["trace_id"] for s in sampled]
     assert [q["weight"] for q in queue["items"]] == [s["weight"] for s in sampled]
+    task = [orjson.loads(x)["trace_id"] for x in out.read_bytes().splitlines()]
+    assert sorted(task) == sorted(s["trace_id"] for s in sampled)
 
 
 def test_two_annotators_post_a_hundred_labels_each(fx: Fixture) -> None:

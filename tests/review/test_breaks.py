@@ -165,7 +165,10 @@ def test_5_a_labels_weight_is_its_samples_whatever_the_request_order(
         ["sample", str(fx.traces), "--labels", str(fx.run_dir), "--out", str(out), "--n", "4"],
     )
     assert result.exit_code == 0, result.output
-    sampled = {r["trace_id"]: r["weight"] for r in map(orjson.loads, out.read_bytes().splitlines())}
+    side = out.with_name(out.name + ".judge.jsonl")  # the weights are in the task's sidecar
+    sampled = {
+        r["trace_id"]: r["weight"] for r in map(orjson.loads, side.read_bytes().splitlines())
+    }
     first = next(iter(sampled))
     with serving(review_data(fx, queue_n=4)) as server:
         c = Client(server)
@@ -178,11 +181,12 @@ def test_5_a_labels_weight_is_its_samples_whatever_the_request_order(
         # A trace outside the sample: weight 1.
         outside = next(t for t in fx.wrong_ids if t not in sampled)
         assert c.post(_label(outside))[2]["stored"]["weight"] == 1.0
-    # --task: the task file's rows are the queue, with the file's weights (17 here).
+    # --task: the task file's rows are the queue, with its sidecar's weights (17 here).
     rows = [orjson.loads(x) for x in out.read_bytes().splitlines()]
-    for r in rows:
+    design = [orjson.loads(x) for x in side.read_bytes().splitlines()]
+    for r in design:
         r["weight"] = 17.0
-    out.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    side.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in design))
     with serving(review_data(fx, task=out)) as server:
         c = Client(server)
         assert c.post(_label(first, annotator="ann3"))[2]["stored"]["weight"] == 17.0

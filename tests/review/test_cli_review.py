@@ -3,6 +3,7 @@ bad options exit 2, and labels survive kill -9."""
 
 from __future__ import annotations
 
+import csv
 import http.client
 import json
 import os
@@ -122,12 +123,12 @@ def test_human_dir_records_are_plain_json_lines(fx: Fixture) -> None:
     from typer.testing import CliRunner
 
     from misstep.cli.app import app
-    from misstep.review import HumanLabelWriter, ReviewLabel
+    from misstep.labels import HumanLabel, HumanLabelWriter
 
     writer = HumanLabelWriter(fx.run_dir)
     for t in fx.wrong_ids:
         writer.append(
-            ReviewLabel(trace_id=t, annotator="p1", error_type="arithmetic", verdict="error")
+            HumanLabel(trace_id=t, annotator="p1", error_type="arithmetic", verdict="error")
         )
     human = fx.run_dir / "human" / "p1.jsonl"
     assert all(isinstance(orjson.loads(x), dict) for x in human.read_bytes().splitlines())
@@ -153,3 +154,33 @@ def test_option_errors_exit_2(fx: Fixture, tmp_path: Path) -> None:
     bad.write_text('{"trace_id": "not in this input", "weight": 2}\n')
     result = runner.invoke(app, [*base, "--task", str(bad)])
     assert result.exit_code == 2 and "not a trace of this input" in result.output
+
+
+@pytest.mark.parametrize(
+    ("cell", "line"),
+    [("0", 2), ("-3", 2), ("NaN", 2), ("inf", 2), ("heavy", 2), ("0", 3)],
+)
+def test_task_weights_are_checked_where_read(
+    fx: Fixture, tmp_path: Path, cell: str, line: int
+) -> None:
+    """Issue 34, item 8: a task's weight 0 became 1.0, -3 was stored (and every later summary
+    of the run failed), "NaN" was stored as null. Each is now refused at start, naming the
+    file, line and field, and nothing is stored."""
+    from typer.testing import CliRunner
+
+    from misstep.cli.app import app
+
+    wrong = fx.wrong_ids
+    task = tmp_path / "task.csv"
+    cells = ["2.5", "2.5"]
+    cells[line - 2] = cell
+    with task.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace_id", "weight"])
+        writer.writerows(zip(wrong, cells, strict=False))  # the trace ids are hostile text
+    base = ["review", str(fx.traces), "--labels", str(fx.run_dir), "--task", str(task)]
+    result = CliRunner().invoke(app, base)
+    assert result.exit_code == 2, result.output
+    assert f"{task}, line {line}: field 'weight'" in result.output.replace("\n", "")
+    assert "Traceback" not in result.output
+    assert not (fx.run_dir / "human").exists() or not list((fx.run_dir / "human").glob("*"))

@@ -4,7 +4,6 @@ in every field runs nothing."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,68 +12,25 @@ from urllib.parse import quote
 import orjson
 import pytest
 
+from tests.review.browser_fixture import CHROMIUM, DRIVER, SHOTS, chrome, uncovered
+from tests.review.browser_fixture import inert as _inert
+from tests.review.browser_fixture import ready as _ready
 from tests.review.review_fixture import HOSTILE, JUDGE, Fixture, make_run, review_data, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-SHOTS = Path(__file__).resolve().parents[2] / "benchmarks" / "out"
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 if CHROMIUM is None or DRIVER is None:
     pytest.skip("no chromium and chromium-driver on PATH", allow_module_level=True)
 
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--window-size=1400,1000",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(
-        service=webdriver.ChromeService(executable_path=DRIVER), options=options
-    )
-    driver.set_page_load_timeout(60)
-    try:
+    with chrome(tmp_path / "profile") as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def _ready(driver: Any) -> None:
-    WebDriverWait(driver, 30).until(
-        lambda d: d.execute_script("return document.body.dataset.ready || ''") != ""
-    )
-    assert driver.execute_script("return document.body.dataset.ready") == "1", driver.find_element(
-        By.ID, "error"
-    ).text
-
-
-def _inert(driver: Any) -> None:
-    """Nothing hostile ran: no global set, no dialog open, no element with a handler."""
-    assert driver.execute_script("return window.__pwned === undefined")
-    with pytest.raises(NoAlertPresentException):
-        driver.switch_to.alert.text  # noqa: B018 - raises unless an alert() is open
-    found = driver.execute_script(
-        "return document.querySelectorAll('[onerror],[onload],[onclick],script:not([src]),"
-        'svg,img,iframe,a[href^="javascript:"]\').length'
-    )
-    assert found == 0
-    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-    assert not errors, errors
 
 
 @pytest.fixture
@@ -183,25 +139,33 @@ def test_blind_page_reveals_only_on_request_and_progress_moves_on(
         _ready(browser)
         first = browser.find_element(By.ID, "trace-id").text
         assert browser.find_element(By.ID, "position").text == "queue #1"
-        # Saving without a name: the error shows beside the save button, nothing stored.
+        # Saving without a name: the error shows beside the save button and in the banner,
+        # which leaves the name box it asks for in view and clickable; nothing stored.
         body = browser.find_element(By.TAG_NAME, "body")
-        body.send_keys("n")
+        body.send_keys("c")  # can't tell
+        browser.find_element(By.ID, "note").send_keys("unsure")
         browser.find_element(By.ID, "save").click()
         WebDriverWait(browser, 30).until(
             lambda d: "name first" in d.find_element(By.ID, "save-error").text
         )
+        assert "name first" in browser.find_element(By.ID, "banner").text
+        uncovered(browser, "annotator")
         assert not (fx.run_dir / "human").exists()
+        # Typing the name keeps the label being written (no reload).
         browser.execute_script("window.__before = 1")
         name = browser.find_element(By.ID, "annotator")
-        name.send_keys("bob\ue004")  # Tab: change event, the page reloads with the name
+        name.click()
+        name.send_keys("bob\ue004")  # Tab: change event
         WebDriverWait(browser, 30).until(
-            lambda d: d.execute_script("return window.__before === undefined")
+            lambda d: "labelling as bob" in d.find_element(By.ID, "saved").text
         )
-        _ready(browser)
+        assert browser.execute_script("return window.__before") == 1  # the same page
         assert browser.execute_script("return localStorage.getItem('misstep.annotator')") == "bob"
+        assert browser.find_element(By.ID, "choice-cant_tell").is_selected()
+        assert browser.find_element(By.ID, "note").get_attribute("value") == "unsure"
+        assert not browser.find_element(By.ID, "banner").is_displayed()
         assert "Hidden until" in browser.find_element(By.ID, "judge").text
         assert not browser.find_elements(By.ID, "reveal")  # not before an answer
-        browser.find_element(By.TAG_NAME, "body").send_keys("c")  # can't tell
         browser.find_element(By.ID, "save").click()
         # Save moves on to the next trace of the queue.
         try:
@@ -228,33 +192,9 @@ def test_blind_page_reveals_only_on_request_and_progress_moves_on(
         assert len(browser.find_elements(By.CSS_SELECTOR, "#list tr")) == 1 + 3
     record = orjson.loads((fx.run_dir / "human" / "bob.jsonl").read_bytes().splitlines()[-1])
     assert record["verdict"] == "cant_tell" and record["blind"] is True
+    assert record["note"] == "unsure"
     reveal = orjson.loads((fx.run_dir / "human" / "reveals" / "bob.jsonl").read_bytes())
     assert reveal["trace_id"] == first
-
-
-def test_math_is_rendered_by_the_bundled_katex(browser: Any, fx: Fixture) -> None:
-    with serving(review_data(fx)) as server:
-        browser.get(server.url)
-        _ready(browser)
-        browser.get(f"{server.origin}/traces/{quote(fx.wrong_ids[0], safe='')}")
-        _ready(browser)
-        # The problem's $\\frac{10}{2}$ is rendered, not shown as raw LaTeX; the hostile text
-        # around it stays text. (Its steps' \\boxed{6} is outside $...$: left as text.)
-        problem = browser.find_element(By.ID, "problem")
-        assert len(problem.find_elements(By.CSS_SELECTOR, ".katex")) == 1
-        assert "\\frac" not in problem.text and HOSTILE[0] in problem.text
-        # The renderer as the page calls it, on a fresh element.
-        rendered = browser.execute_script(
-            "const d = document.createElement('div'); d.textContent = 'so $\\\\frac{1}{2}$';"
-            "document.body.append(d); renderMathInElement(d, {delimiters: ["
-            "{left: '$', right: '$', display: false}]}); return d.querySelectorAll('.katex').length"
-        )
-        assert rendered == 1
-        # Fonts and styles come from this server (CSP: nothing else loads).
-        assert browser.execute_script(
-            "return [...document.styleSheets].some(s => (s.href || '').endsWith('katex.min.css'))"
-        )
-        _inert(browser)
 
 
 def test_two_servers_in_one_browser_keep_their_own_tokens(browser: Any, fx: Fixture) -> None:
@@ -281,9 +221,21 @@ def test_adjudication_end_to_end(browser: Any, fx: Fixture) -> None:
             {"trace_id": a, "error_type": kind, "first_error_step": step, "note": note}, who
         )
     with serving(data) as server:
+        # An annotator's URL shows no adjudication link, and the page refuses it.
         browser.get(server.url)
         _ready(browser)
+        assert not browser.find_element(By.ID, "adjudicate-link").is_displayed()
+        browser.get(f"{server.origin}/adjudicate")
+        WebDriverWait(browser, 30).until(
+            lambda d: d.execute_script("return document.body.dataset.ready || ''") == "error"
+        )
+        assert "adjudicator's URL" in browser.find_element(By.ID, "banner").text
+        browser.get_log("browser")  # the refusal's 403, expected: drained
+        # The adjudicator's URL: the link, and the page.
+        browser.get(server.url_of(server.grants[1]))
+        _ready(browser)
         assert browser.find_element(By.ID, "adjudicate-link").is_displayed()
+        assert browser.find_element(By.ID, "who").text == "adjudicator URL"
         browser.get(f"{server.origin}/adjudicate")
         _ready(browser)
         assert browser.find_element(By.ID, "progress").text.startswith("0 / 1 decided")
@@ -317,3 +269,85 @@ def test_adjudication_end_to_end(browser: Any, fx: Fixture) -> None:
         "misread",
         0,
     )
+
+
+def test_save_moves_on_through_the_not_yet_labelled_list(browser: Any, fx: Fixture) -> None:
+    """Issue 34, item 10: in the list filtered to "not yet labelled by me", each save opens
+    the next trace left, in the list's order, none skipped; the header counts traces, not
+    (person, trace) pairs."""
+    data = review_data(fx)
+    # Two people label one trace: one trace labelled by people, two labels.
+    for who in ("bob", "carol"):
+        data.add_label({"trace_id": fx.trace_ids[15], "error_type": "no_error"}, who)
+    with serving(data) as server:
+        browser.get(server.url)
+        _ready(browser)
+        counts = browser.find_element(By.ID, "counts").text
+        assert "1 trace labelled by people (2 labels by 2 people)" in counts, counts
+        browser.execute_script("localStorage.setItem('misstep.annotator', 'alice')")
+        browser.get(f"{server.origin}/?todo=1")
+        _ready(browser)
+        order = [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#list td a")]
+        assert order == fx.trace_ids  # nothing labelled by alice yet: every trace
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue007")  # Enter: the first
+        seen = []
+        for n in range(4):
+            WebDriverWait(browser, 30).until(lambda d: "/traces/" in d.current_url)
+            _ready(browser)
+            here = browser.find_element(By.ID, "trace-id").text
+            seen.append(here)
+            assert browser.find_element(By.ID, "position").text == "#1"  # always the first left
+            if n == 3:
+                break
+            browser.find_element(By.TAG_NAME, "body").send_keys("n")
+            browser.find_element(By.ID, "save").click()
+            WebDriverWait(browser, 30).until(
+                lambda d, here=here: d.execute_script(
+                    "return document.getElementById('trace-id').textContent !== arguments[0]"
+                    " || document.getElementById('error').textContent",
+                    here,
+                )
+            )
+            assert not browser.find_element(By.ID, "error").text
+        assert seen == fx.trace_ids[:4]
+        _inert(browser)
+    stored = [
+        orjson.loads(line)["trace_id"]
+        for line in (fx.run_dir / "human" / "alice.jsonl").read_bytes().splitlines()
+    ]
+    assert stored == fx.trace_ids[:3]
+
+
+def test_a_new_tab_opened_from_the_app_has_the_token(browser: Any, fx: Fixture) -> None:
+    """Issue 34, item 10: a trace opened in a new tab (ctrl-click: Chromium gives such a tab
+    an empty sessionStorage) or typed into a fresh tab works; the token is in no cookie and
+    no other origin (another review server's port) gets it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    with serving(review_data(fx)) as a, serving(review_data(fx)) as b:
+        browser.get(a.url)
+        _ready(browser)
+        first = browser.find_elements(By.CSS_SELECTOR, "#list td a")[0]
+        wanted = first.text
+        ActionChains(browser).key_down(Keys.CONTROL).click(first).key_up(Keys.CONTROL).perform()
+        WebDriverWait(browser, 30).until(lambda d: len(d.window_handles) == 2)
+        browser.switch_to.window(browser.window_handles[1])
+        _ready(browser)
+        assert browser.find_element(By.ID, "trace-id").text == wanted
+        browser.switch_to.new_window("tab")  # a fresh tab, the address typed in
+        browser.get(f"{a.origin}/traces/{quote(fx.trace_ids[3], safe='')}")
+        _ready(browser)
+        assert browser.find_element(By.ID, "trace-id").text == fx.trace_ids[3]
+        assert browser.get_cookies() == []
+        # Another origin (b's port) holds none of a's token: without its own URL it asks
+        # for it.
+        browser.get(f"{b.origin}/")
+        WebDriverWait(browser, 30).until(
+            lambda d: d.execute_script("return document.body.dataset.ready || ''") == "error"
+        )
+        assert "access token" in browser.find_element(By.ID, "error").text
+        assert browser.execute_script("return localStorage.getItem('misstep.tokens')") is None
+        browser.get(b.url)
+        _ready(browser)
+        assert browser.get_cookies() == []

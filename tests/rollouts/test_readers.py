@@ -83,6 +83,7 @@ def expected() -> list[Trace]:
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     return path
 
@@ -226,7 +227,7 @@ def test_blank_lines_skipped(tmp_path: Path) -> None:
     ],
 )
 def test_format_inferred_from_suffix(tmp_path: Path, name: str, fmt: str) -> None:
-    from misstep.rollouts._formats import resolve_format
+    from misstep.rollouts import resolve_format
 
     path = tmp_path / name
     path.write_bytes(b"")
@@ -234,7 +235,7 @@ def test_format_inferred_from_suffix(tmp_path: Path, name: str, fmt: str) -> Non
 
 
 def test_directories_inferred(tmp_path: Path) -> None:
-    from misstep.rollouts._formats import resolve_format
+    from misstep.rollouts import resolve_format
 
     hf = tmp_path / "hf"
     hf.mkdir()
@@ -262,17 +263,27 @@ def test_unknown_explicit_format(tmp_path: Path) -> None:
     assert "jsonl, parquet, csv, hf, verl" in str(info.value)
 
 
-def test_plain_directory_is_not_a_format(tmp_path: Path) -> None:
-    (tmp_path / "notes.jsonl").write_text("")
+def test_directory_without_data_files_is_not_a_format(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("")
+    (tmp_path / "metrics.json").write_text("{}")  # .json beside a run is not searched
     with pytest.raises(InputFormatError, match="neither"):
         read_traces(tmp_path)
+
+
+def test_directory_of_files_reads_each(tmp_path: Path) -> None:
+    # One file per checkpoint in sub-folders, found at any depth, in natural order.
+    for i, row in enumerate(ROWS):
+        write_jsonl(tmp_path / f"run{i}" / "t.jsonl", [row])
+    (tmp_path / "run0" / "metrics.json").write_text("{}")
+    assert list(read_traces(tmp_path)) == expected()
+    assert list(read_traces(tmp_path, input_format="jsonl")) == expected()
 
 
 def test_format_that_does_not_fit_the_path(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "t.jsonl", ROWS)
     with pytest.raises(InputFormatError, match="reads a directory"):
         read_traces(path, input_format="verl")
-    with pytest.raises(InputFormatError, match="reads a file"):
+    with pytest.raises(InputFormatError, match="no file that input format 'csv' reads"):
         read_traces(tmp_path, input_format="csv")
 
 

@@ -12,11 +12,14 @@ from misstep.agreement._agreement import (
     StepAgreement,
     agreement_report,
 )
-from misstep.agreement._bootstrap import percentile_ci, resample_counts
+from misstep.agreement._assign import assign_annotators
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
+from misstep.agreement._compare import Raters, compare_raters, gather_raters
+from misstep.agreement._config import DEFAULT_ESTIMATOR, ESTIMATORS, AnalysisConfig, Estimator
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._correction import (
     CorrectedDistribution,
+    Pooled,
     correct_distribution,
     estimate_confusion,
     identified_categories,
@@ -24,17 +27,15 @@ from misstep.agreement._correction import (
 )
 from misstep.agreement._errordist import (
     ALL_DATASETS,
-    DEFAULT_ESTIMATOR,
-    ESTIMATORS,
-    MIN_PPI_HUMAN,
     ErrorDistribution,
-    Estimator,
     error_distributions,
     ok_types,
     plot_confusion,
 )
+from misstep.agreement._estimators import CORRECTIONS
 from misstep.agreement._fleiss import fleiss_kappa_of
 from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
+from misstep.agreement._judge_only import JudgeOnly
 from misstep.agreement._krippendorff import (
     alpha_from_coincidences,
     item_coincidences,
@@ -42,6 +43,7 @@ from misstep.agreement._krippendorff import (
 )
 from misstep.agreement._labelled import (
     LabelledRun,
+    LabelledSummary,
     add_error_distributions,
     labelled_run_of,
     labelled_summary,
@@ -56,7 +58,7 @@ from misstep.agreement._plan import (
     labels_needed,
     plan_labels,
 )
-from misstep.agreement._ppi import PPIEstimate, ppi_shares, simultaneous_z
+from misstep.agreement._ppi import MIN_PPI_HUMAN, PPI, PPIEstimate, ppi_shares, simultaneous_z
 from misstep.agreement._raters import human_raters, judge_raters
 from misstep.agreement._sampling import (
     STRATA_FIELDS,
@@ -66,41 +68,56 @@ from misstep.agreement._sampling import (
     stratified_sample,
     write_task,
 )
+from misstep.agreement._shares import Group, NoEstimate, ShareEstimate, ShareEstimator, ShareInputs
 from misstep.agreement._steps import StepScores, step_scores
 from misstep.labels import NO_ERROR_CHOICE
 
 __all__ = [
     "ALL_DATASETS",
+    "CORRECTIONS",
     "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
     "MIN_PILOT",
     "MIN_PPI_HUMAN",
     "NO_ERROR_CHOICE",
     "PLAN_VERSION",
+    "PPI",
     "STRATA_FIELDS",
     "AgreementReport",
+    "AnalysisConfig",
     "CategoryRow",
     "ConfusionEntry",
     "CorrectedDistribution",
     "Disagreement",
     "ErrorDistribution",
     "Estimator",
+    "Group",
     "Homogeneity",
+    "JudgeOnly",
     "LabelPlan",
     "LabelledRun",
+    "LabelledSummary",
+    "NoEstimate",
     "OverallAgreement",
     "PPIEstimate",
     "PairAgreement",
     "PlanRow",
+    "Pooled",
+    "Raters",
     "Rating",
     "SampleRow",
+    "ShareEstimate",
+    "ShareEstimator",
+    "ShareInputs",
     "StepAgreement",
     "StepScores",
     "add_error_distributions",
     "agreement_report",
     "allocate",
     "alpha_from_coincidences",
+    "assign_annotators",
     "cohen_kappa",
+    "compare_raters",
     "confusion_counts",
     "confusion_homogeneity",
     "consensus",
@@ -108,6 +125,7 @@ __all__ = [
     "error_distributions",
     "estimate_confusion",
     "fleiss_kappa_of",
+    "gather_raters",
     "human_raters",
     "identified_categories",
     "item_coincidences",
@@ -121,11 +139,9 @@ __all__ = [
     "load_labelled_run",
     "ok_types",
     "per_category_scores",
-    "percentile_ci",
     "plan_labels",
     "plot_confusion",
     "ppi_shares",
-    "resample_counts",
     "run_taxonomy",
     "simplex_lstsq",
     "simultaneous_z",

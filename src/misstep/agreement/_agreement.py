@@ -19,7 +19,6 @@ import numpy.typing as npt
 import orjson
 from pydantic import BaseModel, Field
 
-from misstep.agreement._bootstrap import percentile_ci, resample_counts
 from misstep.agreement._cohen import cohen_kappa, kappa_from_confusions
 from misstep.agreement._confusion import confusion_counts, consensus, per_category_scores
 from misstep.agreement._fleiss import fleiss_kappa_of
@@ -30,6 +29,8 @@ from misstep.agreement._krippendorff import (
     krippendorff_alpha,
 )
 from misstep.agreement._steps import step_scores
+from misstep.labels import majority_labels
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL, percentile_ci, resample_counts
 
 __all__ = [
     "AgreementReport",
@@ -95,6 +96,10 @@ class PairAgreement(BaseModel):
     """Cohen's kappa; None when undefined."""
     cohen_kappa_ci: CI
     """Bootstrap 95% interval of ``cohen_kappa``."""
+    krippendorff_alpha: float | None = None
+    """Krippendorff's alpha (nominal) of the two on the same items. Kappa takes chance
+    agreement from each rater's own type shares, alpha from the two pooled: when their shares
+    differ a lot the two figures part (a note says so)."""
 
 
 class OverallAgreement(BaseModel):
@@ -228,9 +233,9 @@ class AgreementReport(BaseModel):
     """The same report per ``by`` group."""
     by: str | None = None
     """What ``groups`` splits by (e.g. ``checkpoint``)."""
-    n_boot: int = 1000
+    n_boot: int = DEFAULT_N_BOOT
     """Bootstrap resamples behind every interval."""
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     """Seed of the bootstrap."""
     notes: list[str] = Field(default_factory=list)
     """What was left out and why."""
@@ -258,7 +263,7 @@ def _pair(
     seed: int,
     cats: list[str],
     level: float,
-) -> tuple[PairAgreement, list[Disagreement]]:
+) -> tuple[PairAgreement, list[Disagreement], str | None]:
     items = sorted(set(la) & set(lb))
     xa = [la[t] for t in items]
     xb = [lb[t] for t in items]
@@ -277,9 +282,9 @@ def _pair(
             cohen_kappa=None,
             cohen_kappa_ci=None,
         )
-        return empty, diffs
+        return empty, diffs, None
     same = np.array([x == y for x, y in zip(xa, xb, strict=True)], dtype=np.float64)
-    counts = resample_counts(len(items), n_boot, seed)
+    counts = resample_counts(len(items), n_boot, np.random.default_rng(seed))
     index = {c: i for i, c in enumerate(cats)}
     k = len(cats)
     cells = np.array([index[x] * k + index[y] for x, y in zip(xa, xb, strict=True)])
@@ -294,8 +299,45 @@ def _pair(
         agreement_ci=_ci(counts @ same / len(items), level),
         cohen_kappa=cohen_kappa(xa, xb),
         cohen_kappa_ci=_ci(kappa_from_confusions(boot_conf), level),
+        krippendorff_alpha=krippendorff_alpha([xa, xb]),
     )
-    return pair, diffs
+    return pair, diffs, _kappa_alpha_note(pair, xa, xb)
+
+
+KAPPA_ALPHA_GAP = 0.1
+"""A pair's kappa and alpha this far apart or more get a note saying why."""
+
+
+def _kappa_alpha_note(pair: PairAgreement, xa: list[str], xb: list[str]) -> str | None:
+    """Why a pair's Cohen's kappa and Krippendorff's alpha differ, when they are
+    ``KAPPA_ALPHA_GAP`` or more apart and their chance agreements (each rater's own shares
+    against the pooled ones) set them so: kappa against Scott's pi, which is alpha without its
+    small-sample correction (on a handful of items that correction alone moves alpha, and
+    says nothing of the shares)."""
+    kappa, alpha = pair.cohen_kappa, pair.krippendorff_alpha
+    if kappa is None or alpha is None or abs(kappa - alpha) < KAPPA_ALPHA_GAP:
+        return None
+    ca, cb = Counter(xa), Counter(xb)
+    n = len(xa)
+    observed = sum(x == y for x, y in zip(xa, xb, strict=True)) / n
+    pooled = sum(((ca[c] + cb[c]) / (2 * n)) ** 2 for c in set(ca) | set(cb))
+    if pooled >= 1 or abs(kappa - (observed - pooled) / (1 - pooled)) < KAPPA_ALPHA_GAP:
+        return None
+    widest = max(sorted(set(ca) | set(cb)), key=lambda c: abs(ca[c] - cb[c]))
+    return (
+        f"{pair.a} vs {pair.b}: Cohen's kappa {kappa:.3f} but Krippendorff's alpha "
+        f"{alpha:.3f} on the same {n} items: their type shares differ ({widest}: "
+        f"{ca[widest] / n:.0%} for {pair.a}, {cb[widest] / n:.0%} for {pair.b})"
+    )
+
+
+KAPPA_ALPHA_WHY = (
+    "why kappa and alpha differ: Cohen's kappa takes the agreement expected by chance from "
+    "each rater's own type shares, Krippendorff's alpha from the two pooled; where two raters' "
+    "shares differ a lot, kappa credits agreement that alpha counts as chance. Read kappa as "
+    "agreement given each rater's habits, alpha as agreement on the types themselves"
+)
+"""Said once after the notes of the pairs whose kappa and alpha part."""
 
 
 def _overall(
@@ -318,7 +360,7 @@ def _overall(
     per_item = per_item[pairable]
     alpha_ci: CI = None
     if per_item.shape[0]:
-        counts = resample_counts(per_item.shape[0], n_boot, seed)
+        counts = resample_counts(per_item.shape[0], n_boot, np.random.default_rng(seed))
         boot = (counts @ per_item.reshape(per_item.shape[0], -1)).reshape(
             n_boot, *per_item.shape[1:]
         )
@@ -365,7 +407,7 @@ def _against_consensus(
         onehot[
             np.arange(len(items)), [index[x] * k + index[y] for x, y in zip(ref, got, strict=True)]
         ] = 1.0
-        counts = resample_counts(len(items), n_boot, seed)
+        counts = resample_counts(len(items), n_boot, np.random.default_rng(seed))
         boot = per_category_scores((counts @ onehot).reshape(n_boot, k, k))
         acc_ci = _ci(boot.accuracy, level)
         f1_cis = [_ci(boot.f1[:, i], level) for i in range(k)]
@@ -419,7 +461,8 @@ def _steps(
     ref = [None if sa[t] == _NO_ERROR else sa[t] for t in items]
     got = [None if sb[t] == _NO_ERROR else sb[t] for t in items]
     point = step_scores(ref, got)  # type: ignore[arg-type]
-    boot = step_scores(ref, got, resample_counts(len(items), n_boot, seed))  # type: ignore[arg-type]
+    counts = resample_counts(len(items), n_boot, np.random.default_rng(seed))
+    boot = step_scores(ref, got, counts)  # type: ignore[arg-type]
     has_both = point.n_erroneous > 0 and point.n_correct > 0
     return StepAgreement(
         a=a,
@@ -436,6 +479,55 @@ def _steps(
     )
 
 
+def _consensus_steps(
+    raters: Mapping[str, Mapping[str, Rating]], people: Sequence[str]
+) -> tuple[dict[str, Rating], list[str]]:
+    """Per trace, the first error step most of ``people`` give (a step, or "no error"; a
+    person who gives neither does not vote), as a Rating; traces whose most frequent answers
+    tie are listed instead."""
+    votes = {
+        p: {t: str(r.step) for t, r in raters[p].items() if r.step is not None} for p in people
+    }
+    agreed, tied = majority_labels(votes)
+    ratings = {
+        t: Rating(has_error=False)
+        if step == _NO_ERROR
+        else Rating(first_error_step=int(step), has_error=True)
+        for t, step in agreed.items()
+    }
+    return ratings, tied
+
+
+def _steps_against_consensus(
+    raters: Mapping[str, Mapping[str, Rating]],
+    humans: list[str],
+    judges: list[str],
+    n_boot: int,
+    seed: int,
+    level: float,
+    notes: list[str],
+) -> list[StepAgreement]:
+    """Each judge's first-step agreement with the people's consensus step when there are
+    several people: ProcessBench's F1 needs erroneous and error-free traces together, and
+    they often come from different annotators (Mr-Ben's error-free traces carry another id
+    than its two annotators'), so no single pair has both."""
+    if len(humans) < 2:
+        return []  # the one person's pair row is the consensus already
+    agreed, tied = _consensus_steps(raters, humans)
+    reference = "consensus(" + ",".join(humans) + ")"
+    out: list[StepAgreement] = []
+    for judge in judges:
+        row = _steps(reference, judge, agreed, raters[judge], n_boot, seed, level)
+        if row is not None:
+            out.append(row)
+            if tied:
+                notes.append(
+                    f"{len(tied)} item(s) whose people give different first error steps, as "
+                    f"many each, were left out of {judge}'s step scores against {reference}"
+                )
+    return out
+
+
 def _report(
     raters: dict[str, dict[str, Rating]],
     judges: list[str],
@@ -450,10 +542,13 @@ def _report(
     pairs: list[PairAgreement] = []
     diffs: list[Disagreement] = []
     steps: list[StepAgreement] = []
+    notes: list[str] = []
     for a, b in combinations(names, 2):
-        pair, d = _pair(a, b, typed[a], typed[b], n_boot, seed, cats, level)
+        pair, d, note = _pair(a, b, typed[a], typed[b], n_boot, seed, cats, level)
         if pair.n:  # a pair with no shared item says nothing: left out
             pairs.append(pair)
+        if note is not None:
+            notes.append(note)
         if with_disagreements:
             diffs.extend(d)
         # The human side is the reference for step accuracies when one side is a judge.
@@ -461,11 +556,13 @@ def _report(
         step = _steps(ref, other, raters[ref], raters[other], n_boot, seed, level)
         if step is not None:
             steps.append(step)
+    if notes:
+        notes.append(KAPPA_ALPHA_WHY)
     humans = [r for r in names if r not in judges]
     evaluated = judges if judges else humans
+    steps.extend(_steps_against_consensus(raters, humans, judges, n_boot, seed, level, notes))
     confusion: list[ConfusionEntry] = []
     per_category: list[CategoryRow] = []
-    notes: list[str] = []
     for rater in evaluated:
         refs = [h for h in humans if h != rater]
         if not refs:
@@ -502,9 +599,9 @@ def agreement_report(
     categories: Sequence[str] | None = None,
     by: str | None = None,
     groups: Mapping[str, str] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    level: float = LEVEL,
 ) -> AgreementReport:
     """Agreement among raters ({rater: {trace_id: Rating or error type}}).
 

@@ -1,4 +1,5 @@
-"""Error-type distributions corrected for the judge's measured confusion.
+"""``Pooled``: error-type distributions corrected for the judge's measured confusion, one
+confusion matrix pooled over every human-labelled trace and inverted at every group.
 
 Model: each wrong trace has a true type t (what a careful person says), drawn with the
 distribution p; the judge says j with probability M[t, j]. So the judge's distribution is
@@ -26,12 +27,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
-from misstep.agreement._bootstrap import percentile_ci, resample_counts
+from misstep.agreement._config import AnalysisConfig, Estimator
+from misstep.agreement._judge_only import JudgeOnly, percentile_cis
+from misstep.agreement._shares import Group, ShareEstimate, ShareInputs
 from misstep.errors import AnalysisError
-from misstep.metrics import boundary_interval
+from misstep.metrics import DEFAULT_N_BOOT, DEFAULT_SEED, LEVEL, resample_counts
 
 __all__ = [
     "CorrectedDistribution",
+    "Pooled",
     "correct_distribution",
     "estimate_confusion",
     "identified_categories",
@@ -40,6 +44,10 @@ __all__ = [
 
 Array = npt.NDArray[np.float64]
 
+SMOOTHING = 0.01
+"""Weight added to every cell of the confusion counts: it keeps rows of unseen types
+defined."""
+
 
 def estimate_confusion(
     human: Sequence[str],
@@ -47,7 +55,7 @@ def estimate_confusion(
     categories: Sequence[str],
     *,
     weights: Sequence[float] | Array | None = None,
-    smoothing: float = 0.01,
+    smoothing: float = SMOOTHING,
 ) -> Array:
     """Row-stochastic M[t, j] = P(judge says j | human says t), weighted, smoothed."""
     index = {c: i for i, c in enumerate(categories)}
@@ -168,31 +176,6 @@ class CorrectedDistribution(BaseModel):
     """The estimator (see the module docstring)."""
 
 
-def _onehot(labels: Sequence[str], categories: Sequence[str]) -> Array:
-    index = {c: i for i, c in enumerate(categories)}
-    out = np.zeros((len(labels), len(categories)))
-    out[np.arange(len(labels)), [index[x] for x in labels]] = 1.0
-    return out
-
-
-def _cis(
-    boot: Array, categories: Sequence[str], level: float
-) -> dict[str, tuple[float, float] | None]:
-    return {c: percentile_ci(boot[:, i], level) for i, c in enumerate(categories)}
-
-
-def _raw_cis(
-    q: Array, boot: Array, categories: Sequence[str], level: float, units: int
-) -> dict[str, tuple[float, float] | None]:
-    """Percentile intervals, except for a share seen in none or all of the labels: every
-    resample repeats it, so it gets the exact interval over ``units`` independent units."""
-    out = _cis(boot, categories, level)
-    for i, c in enumerate(categories):
-        if q[i] <= 0.0 or q[i] >= 1.0:
-            out[c] = boundary_interval(float(q[i]), units, level)
-    return out
-
-
 def identified_categories(
     human: Sequence[str],
     judge: Sequence[str],
@@ -229,62 +212,6 @@ def identified_categories(
     return out
 
 
-def _boot_shares(
-    onehot: Array,
-    clusters: Sequence[str] | None,
-    rng: np.random.Generator,
-    n_boot: int,
-) -> Array:
-    """Bootstrap replicates (``n_boot`` x categories) of the category shares of ``onehot``'s
-    labels. With ``clusters`` (each label's problem) whole clusters are resampled: the samples
-    of one problem tend to err alike, and resampling their labels one by one made intervals
-    that covered a clustered truth 59-71% of the time instead of 95%
-    (tests/agreement/test_cluster_ci.py). Without clusters, or with fewer than two, the
-    labels are resampled one by one (multinomial)."""
-    n = onehot.shape[0]
-    inverse = (
-        None
-        if clusters is None
-        else np.unique(np.asarray(clusters, dtype=str), return_inverse=True)[1]
-    )
-    c = 0 if inverse is None else int(inverse.max()) + 1
-    if inverse is None or c < 2:
-        labels: Array = rng.multinomial(n, onehot.mean(axis=0), size=n_boot) / n
-        return labels
-    sums = np.zeros((c, onehot.shape[1]))
-    np.add.at(sums, inverse, onehot)
-    draws = rng.multinomial(c, np.full(c, 1.0 / c), size=n_boot).astype(np.float64)
-    counts = draws @ sums
-    # every label is one category, so a replicate's counts sum to its labels (never 0)
-    shares: Array = counts / counts.sum(axis=1, keepdims=True)
-    return shares
-
-
-def _stratified(
-    judge_types: Sequence[str],
-    strata: Sequence[str],
-    sizes: Mapping[str, int],
-    cats: list[str],
-    rng: np.random.Generator,
-    n_boot: int,
-    clusters: Sequence[str] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The stratified share estimate and its within-stratum bootstrap (``_boot_shares``)."""
-    by: dict[str, list[int]] = {}
-    for i, h in enumerate(strata):
-        by.setdefault(h, []).append(i)
-    total = sum(sizes[h] for h in by)
-    q = np.zeros(len(cats))
-    q_boot = np.zeros((n_boot, len(cats)))
-    for h, rows in sorted(by.items()):
-        share = sizes[h] / total
-        onehot = _onehot([judge_types[i] for i in rows], cats)
-        q += share * onehot.mean(axis=0)
-        within = None if clusters is None else [clusters[i] for i in rows]
-        q_boot += share * _boot_shares(onehot, within, rng, n_boot)
-    return q, q_boot
-
-
 def correct_distribution(
     judge_types: Sequence[str],
     human_pairs: Sequence[tuple[str, str]],
@@ -292,17 +219,18 @@ def correct_distribution(
     *,
     weights: Sequence[float] | None = None,
     group: str = "all",
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    smoothing: float = 0.01,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    level: float = LEVEL,
+    smoothing: float = SMOOTHING,
     strata: Sequence[str] | None = None,
     stratum_sizes: Mapping[str, int] | None = None,
     clusters: Sequence[str] | None = None,
 ) -> CorrectedDistribution:
-    """Raw and corrected distribution of ``judge_types`` (one group's judge labels), with M
-    from ``human_pairs`` ((human type, judge type) per human-labelled item). With no pairs,
-    only the raw distribution is given.
+    """One group's judge shares (``JudgeOnly``) and, with ``human_pairs`` ((human type, judge
+    type) per human-labelled item, weighed by ``weights``), their pooled inversion
+    (``Pooled``) as one record: for scripts and benchmarks that hold one group's labels in
+    lists. With no pairs, only the raw distribution is given.
 
     With ``strata`` (the stratum of each judge label) and ``stratum_sizes`` (how many items
     each stratum holds, labelled or not), the labels are taken as a random sample within each
@@ -311,56 +239,113 @@ def correct_distribution(
     a stratum labelled at a lower rate weighs by its size, not by its label count).
 
     With ``clusters`` (the problem of each judge label) the raw distribution's bootstrap
-    resamples whole problems (within each stratum): ``_boot_shares``."""
+    resamples whole problems (within each stratum)."""
     cats = list(categories)
-    k = len(cats)
     n = len(judge_types)
     if n == 0:
         raise AnalysisError(f"group {group!r} has no judge labels to build a distribution from")
-    rng = np.random.default_rng(seed)
-    if strata is not None and stratum_sizes is not None:
-        q, q_boot = _stratified(
-            judge_types, strata, stratum_sizes, cats, rng, n_boot, clusters=clusters
-        )
-    else:
-        onehot = _onehot(judge_types, cats)
-        q = onehot.mean(axis=0)
-        q_boot = _boot_shares(onehot, clusters, rng, n_boot)
+    config = AnalysisConfig(n_boot=n_boot, seed=seed, level=level)
+    stratified = strata is not None and stratum_sizes is not None
+    one = Group(
+        checkpoint=group,
+        dataset="",
+        trace_ids=[str(i) for i in range(n)],
+        types=list(judge_types),
+        strata=list(strata) if strata is not None and stratified else ["all"] * n,
+        sizes=dict(stratum_sizes) if stratum_sizes is not None and stratified else {"all": n},
+        clusters=None if clusters is None else list(clusters),
+    )
+    judge = JudgeOnly(cats, config)
+    raw = judge.estimate(one)
     result = CorrectedDistribution(
         group=group,
         categories=cats,
         n_judge=n,
         n_human=len(human_pairs),
-        raw=dict(zip(cats, q.tolist(), strict=True)),
-        raw_ci=_raw_cis(q, q_boot, cats, level, n if clusters is None else len(set(clusters))),
+        raw=dict(zip(cats, raw.shares.tolist(), strict=True)),
+        raw_ci=raw.ci_dict(),
     )
     if not human_pairs:
         return result
-    h = [x for x, _ in human_pairs]
-    j = [y for _, y in human_pairs]
-    w = np.ones(len(h)) if weights is None else np.asarray(weights, dtype=np.float64)
-    m = estimate_confusion(h, j, cats, weights=w, smoothing=smoothing)
-    cells = np.zeros((len(h), k * k))
-    index = {c: i for i, c in enumerate(cats)}
-    cells[np.arange(len(h)), [index[a] * k + index[b] for a, b in human_pairs]] = w
-    counts = resample_counts(len(h), n_boot, seed + 1)
-    m_boot = _normalise_rows((counts @ cells).reshape(n_boot, k, k) + smoothing)
-    p = simplex_lstsq(q, m)
-    p_boot = simplex_lstsq(q_boot, m_boot)
-    ok = identified_categories(h, j, cats, weights=w)
-    cis = _cis(p_boot, cats, level)
-    result.corrected = {
-        c: (float(v) if good else None) for c, v, good in zip(cats, p, ok, strict=True)
-    }
-    result.corrected_ci = {c: (cis[c] if good else None) for c, good in zip(cats, ok, strict=True)}
-    result.not_identified = [c for c, good in zip(cats, ok, strict=True) if not good]
-    sd = p_boot.std(axis=0)
-    result.corrected_cov = np.cov(p_boot, rowvar=False).tolist()
+    config = config.model_copy(update={"simultaneous": True})
+    pooled = Pooled(cats, human_pairs, config, judge, weights=weights, smoothing=smoothing)
+    fixed = pooled.estimate(one)
+    result.corrected = fixed.as_dict()
+    result.corrected_ci = fixed.ci_dict()
+    result.not_identified = fixed.not_identified
+    result.corrected_cov = fixed.cov.tolist()
     result.corrected_se = {
-        c: (float(v) if good else None) for c, v, good in zip(cats, sd, ok, strict=True)
+        c: (float(v) if np.isfinite(v) else None) for c, v in zip(cats, fixed.se, strict=True)
     }
-    sim = _cis(p_boot, cats, 1.0 - (1.0 - level) / max(sum(ok), 1))
-    result.simultaneous_ci = {
-        c: (sim[c] if good else None) for c, good in zip(cats, ok, strict=True)
-    }
+    result.simultaneous_ci = dict(zip(cats, fixed.sim_ci or [], strict=True))
     return result
+
+
+class Pooled:
+    """The pooled inversion (module docstring): one confusion matrix over every
+    human-labelled trace, inverted at every group; its replicates resample the human-labelled
+    items (re-estimating M) and, through ``JudgeOnly``'s replicates, the group's judge labels.
+    Types the human-labelled items do not identify have no share (NaN)."""
+
+    name = Estimator.POOLED
+
+    def __init__(
+        self,
+        categories: Sequence[str],
+        pairs: Sequence[tuple[str, str]],
+        config: AnalysisConfig,
+        judge: JudgeOnly,
+        *,
+        weights: Sequence[float] | None = None,
+        smoothing: float = SMOOTHING,
+    ) -> None:
+        cats = list(categories)
+        k = len(cats)
+        h = [x for x, _ in pairs]
+        j = [y for _, y in pairs]
+        w = np.ones(len(h)) if weights is None else np.asarray(weights, dtype=np.float64)
+        self.categories = cats
+        self.config = config
+        self.judge = judge
+        self.n_human = len(pairs)
+        self.m = estimate_confusion(h, j, cats, weights=w, smoothing=smoothing)
+        cells = np.zeros((len(h), k * k))
+        index = {c: i for i, c in enumerate(cats)}
+        cells[np.arange(len(h)), [index[a] * k + index[b] for a, b in pairs]] = w
+        n_boot = config.n_boot
+        counts = resample_counts(len(h), n_boot, np.random.default_rng(config.seed + 1))
+        self.m_boot = _normalise_rows((counts @ cells).reshape(n_boot, k, k) + smoothing)
+        self.ok = identified_categories(h, j, cats, weights=w)
+
+    @classmethod
+    def of(cls, inputs: ShareInputs, config: AnalysisConfig, judge: JudgeOnly) -> Pooled:
+        """The pooled inversion of a run's people's labels (every shared trace)."""
+        return cls(inputs.categories, inputs.pairs, config, judge, weights=inputs.weights)
+
+    def estimate(self, group: Group) -> ShareEstimate:
+        """The group's corrected shares: the judge's (``JudgeOnly``) through the inverse of
+        the pooled confusion, with the bootstrap of both."""
+        raw = self.judge.estimate(group)
+        assert raw.draws is not None  # JudgeOnly always bootstraps
+        level, ok = self.config.level, self.ok
+        p = simplex_lstsq(raw.shares, self.m)
+        p_boot = simplex_lstsq(raw.draws, self.m_boot)
+        cis = percentile_cis(p_boot, level)
+        sim = None
+        if self.config.simultaneous:
+            sim_cis = percentile_cis(p_boot, 1.0 - (1.0 - level) / max(sum(ok), 1))
+            sim = [ci if good else None for ci, good in zip(sim_cis, ok, strict=True)]
+        cats = self.categories
+        return ShareEstimate(
+            estimator=self.name,
+            categories=cats,
+            shares=np.where(ok, p, np.nan),
+            cov=np.cov(p_boot, rowvar=False),
+            se=np.where(ok, p_boot.std(axis=0), np.nan),
+            ci=[ci if good else None for ci, good in zip(cis, ok, strict=True)],
+            n=self.n_human,
+            n_units=raw.n_units,
+            draws=p_boot,
+            sim_ci=sim,
+            not_identified=[c for c, good in zip(cats, ok, strict=True) if not good],
+        )

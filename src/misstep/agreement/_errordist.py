@@ -1,24 +1,30 @@
 """Per-checkpoint error-type distributions of wrong traces: the one definition that
 ``summary``, ``link`` and the report use.
 
+``error_distributions`` composes the estimators (``_shares``: one protocol, ``ShareEstimator``)
+over the run's groups and shows what they return; every ``ErrorDistribution`` keeps the
+estimates (``judge_estimate``, ``corrected_estimate``: shares, covariance, replicates) that
+``misstep.link`` tests shifts with.
+
 A group (checkpoint x dataset, or a checkpoint with its datasets pooled) has ``n_wrong`` wrong
 traces; ``n_labelled`` of them have a current ``ok`` label with a type. The judge's
-distribution is the share of each type among those (``error_dist``); a group with no ``ok``
-label has no distribution (None: "no labels", never 0%). A checkpoint that pools its datasets
-is a stratified sample (the labelled traces of each dataset a random sample of its wrong
-traces, as ``misstep label --per-checkpoint`` draws them): its shares are the stratified
-estimate, each dataset weighing by its number of wrong traces, with a bootstrap within each
-dataset (the same as the plain shares when every dataset is labelled at the same rate).
+distribution (``JudgeOnly``, ``_judge_only``) is the share of each type among those
+(``error_dist``); a group with no ``ok`` label has no distribution (None: "no labels", never
+0%). A checkpoint that pools its datasets is a stratified sample (the labelled traces of each
+dataset a random sample of its wrong traces, as ``misstep label --per-checkpoint`` draws
+them): its shares are the stratified estimate, each dataset weighing by its number of wrong
+traces, with a bootstrap within each dataset (the same as the plain shares when every dataset
+is labelled at the same rate).
 
 With people's labels (the human consensus of ``misstep.labels``) the distribution is corrected
-by one of two estimators (``estimator``):
+by one of two estimators (``AnalysisConfig.estimator``; ``judge``: none):
 
-- ``ppi`` (default): prediction-powered inference (PPI++, ``_ppi``) per group, from the
+- ``ppi`` (default, ``PPI``): prediction-powered inference (PPI++, ``_ppi``) per group, from the
   group's own human labels with their sampling weights; valid whatever the judge's confusion
   does between checkpoints. A group with fewer than ``MIN_PPI_HUMAN`` human labels has no
   corrected share (``note`` says so).
-- ``pooled``: one confusion matrix over every human-labelled trace, inverted at every group
-  (``_correction``). It assumes the judge errs the same way at every checkpoint; that
+- ``pooled`` (``Pooled``): one confusion matrix over every human-labelled trace, inverted at
+  every group (``_correction``). It assumes the judge errs the same way at every checkpoint; that
   assumption is tested on the human labels (``_homogeneity``, ``homogeneity``). A type the
   confusion does not identify has no corrected share (None), listed in ``not_identified``.
 """
@@ -27,28 +33,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
+from misstep.agreement._config import AnalysisConfig, Estimator
 from misstep.agreement._confusion import confusion_counts
-from misstep.agreement._correction import CorrectedDistribution, correct_distribution
+from misstep.agreement._estimators import correction_for
 from misstep.agreement._homogeneity import Homogeneity, confusion_homogeneity
-from misstep.agreement._ppi import ppi_shares, simultaneous_z
-from misstep.errors import OptionError
+from misstep.agreement._judge_only import JudgeOnly
+from misstep.agreement._shares import Group, NoEstimate, ShareEstimate, ShareInputs
 from misstep.labels import HumanLabel, LabelRow, LabelStatus, StoredLabel, human_consensus
 
 __all__ = [
     "ALL_DATASETS",
-    "DEFAULT_ESTIMATOR",
-    "ESTIMATORS",
-    "MIN_PPI_HUMAN",
     "ErrorDistribution",
-    "Estimator",
     "error_distributions",
     "ok_types",
     "plot_confusion",
@@ -87,7 +88,7 @@ class ErrorDistribution(BaseModel):
     n_human: int = 0
     """Human-labelled traces behind the corrected shares: this group's own (``ppi``), or
     every one with a judge type (``pooled``: the confusion is pooled over all groups)."""
-    estimator: str = "judge"
+    estimator: Estimator = Estimator.JUDGE
     """What made ``error_dist_corrected``: ``ppi``, ``pooled`` (see ``ESTIMATORS``), or
     ``judge`` when there is no correction."""
     error_dist_se: dict[str, float] | None = None
@@ -102,6 +103,32 @@ class ErrorDistribution(BaseModel):
     """``pooled``: the test of its assumption (one confusion at every checkpoint)."""
     note: str | None = None
     """Why a group has no corrected shares though people labelled traces."""
+    _judge: ShareEstimate | None = PrivateAttr(default=None)
+    _corrected: ShareEstimate | None = PrivateAttr(default=None)
+
+    def set_estimates(
+        self, *, judge: ShareEstimate | None = None, corrected: ShareEstimate | None = None
+    ) -> None:
+        """Keep the estimates the fields were filled from (not shown, not stored)."""
+        if judge is not None:
+            self._judge = judge
+        if corrected is not None:
+            self._corrected = corrected
+
+    @property
+    def judge_estimate(self) -> ShareEstimate | None:
+        """``JudgeOnly``'s estimate (shares, covariance, replicates); None: no labels."""
+        return self._judge
+
+    @property
+    def corrected_estimate(self) -> ShareEstimate | None:
+        """The correction's estimate; None: no corrected shares."""
+        return self._corrected
+
+    @property
+    def estimate(self) -> ShareEstimate | None:
+        """The estimate an analysis uses (``used``): corrected when there is one."""
+        return self._corrected if self._corrected is not None else self._judge
 
     @property
     def source(self) -> str:
@@ -132,36 +159,11 @@ def ok_types(labels: Mapping[str, StoredLabel | LabelRow]) -> dict[str, str]:
     }
 
 
-Estimator = Literal["ppi", "pooled"]
-"""How people's labels correct the judge's shares: ``ppi`` (per group, prediction-powered
-inference, ``_ppi``) or ``pooled`` (one confusion over every checkpoint, inverted;
-``_correction``)."""
-ESTIMATORS: tuple[str, ...] = ("ppi", "pooled")
-DEFAULT_ESTIMATOR: Estimator = "ppi"
-"""Chosen by ``benchmarks/bench_estimators.py`` (docs/validation.md): the pooled inversion's
-intervals cover far below 95% when the judge's confusion drifts between checkpoints."""
-MIN_PPI_HUMAN = 10
-"""Fewest human-labelled traces a group needs for a ``ppi`` share (its interval is a normal
-approximation); fewer: no corrected share, and a note says to label more or use ``pooled``."""
-
-
-@dataclass
-class _Inputs:
-    """What every group shares: the categories, judge types, people's consensus."""
-
-    cats: list[str]
-    judged: dict[str, str]
-    people: dict[str, tuple[str, float]]
-    pairs: list[tuple[str, str]]
-    weights: list[float]
-    has_human: bool
-
-
 def _inputs(
     labels: Mapping[str, StoredLabel | LabelRow],
     categories: Sequence[str],
     human: Sequence[HumanLabel] | None,
-) -> _Inputs:
+) -> ShareInputs:
     cats = list(categories)
     agreed = human_consensus(human) if human else None
     judged = ok_types(labels)
@@ -169,88 +171,47 @@ def _inputs(
     extra = sorted(
         {k for k in judged.values() if k not in cats} | {k for k, _ in people.values()} - set(cats)
     )
-    cats += extra
-    shared = sorted(set(people) & set(judged))
-    return _Inputs(
-        cats=cats,
-        judged=judged,
-        people=people,
-        pairs=[(people[t][0], judged[t]) for t in shared],
-        weights=[people[t][1] for t in shared],
-        has_human=agreed is not None,
+    return ShareInputs(
+        categories=cats + extra, judged=judged, people=people, has_human=agreed is not None
     )
 
 
-def _ppi_group(
-    base: ErrorDistribution,
-    group: pd.DataFrame,
-    inputs: _Inputs,
-    *,
-    level: float,
-    simultaneous: bool,
-) -> None:
-    """The group's PPI++ shares from its own human labels, in place (``base.note`` says why
-    not when it has too few). Judged traces weigh by their stratum's wrong / judged (a label
-    budget), human-labelled ones by their sampling weight; problems are the clusters."""
-    ids = [t for t in group["trace_id"].tolist() if t in inputs.judged]
-    strata = dict(zip(group["trace_id"], group["stratum"], strict=True))
-    problems = dict(zip(group["trace_id"], group["cluster"], strict=True))
-    human_ids = [t for t in ids if t in inputs.people]
-    base.n_human = len(human_ids)
-    if len(human_ids) < MIN_PPI_HUMAN:
-        base.note = (
-            f"{len(human_ids)} human-labelled trace(s) here, ppi needs {MIN_PPI_HUMAN}: label "
-            "more (misstep plan) or use --estimator pooled"
-        )
-        return
-    cats = inputs.cats
-    index = {c: i for i, c in enumerate(cats)}
-    eye = np.eye(len(cats))
-    sizes = Counter(strata.values())
-    judged_n = Counter(strata[t] for t in ids)
-    f_all = eye[[index[inputs.judged[t]] for t in ids]]
-    w_all = np.array([sizes[strata[t]] / judged_n[strata[t]] for t in ids])
-    _, clusters = np.unique([problems[t] for t in ids], return_inverse=True)
-    row = {t: i for i, t in enumerate(ids)}
-    est = ppi_shares(
-        eye[[index[inputs.people[t][0]] for t in human_ids]],
-        eye[[index[inputs.judged[t]] for t in human_ids]],
-        f_all,
-        labelled_index=np.array([row[t] for t in human_ids], dtype=np.int64),
-        w_labelled=np.array([inputs.people[t][1] for t in human_ids]),
-        w_judged=w_all,
-        clusters=clusters.astype(np.int64),
-    )
-    ci = est.intervals(level)
-    base.error_dist_corrected = {
-        c: float(min(max(v, 0.0), 1.0)) for c, v in zip(cats, est.estimate, strict=True)
-    }
-    base.error_dist_ci = {c: (float(lo), float(hi)) for c, (lo, hi) in zip(cats, ci, strict=True)}
-    base.error_dist_se = {c: float(v) for c, v in zip(cats, est.se, strict=True)}
+def _corrected(base: ErrorDistribution, est: ShareEstimate) -> None:
+    """Fill the corrected fields of ``base`` from a correction's estimate, in place."""
+    cats = est.categories
+    base.n_human = est.n
+    base.error_dist_corrected = est.as_dict()
+    base.error_dist_ci = est.ci_dict()
+    base.not_identified = list(est.not_identified)
+    base.error_dist_se = {c: float(v) for c, v in zip(cats, est.se, strict=True) if np.isfinite(v)}
     base.error_dist_cov = est.cov.tolist()
-    if simultaneous:
-        z = simultaneous_z(est.cov, level)
-        sim = est.intervals(level, z=z)
-        base.error_dist_sim_ci = {
-            c: (float(lo), float(hi)) for c, (lo, hi) in zip(cats, sim, strict=True)
-        }
+    if est.sim_ci is not None:
+        base.error_dist_sim_ci = dict(zip(cats, est.sim_ci, strict=True))
+    base.set_estimates(corrected=est)
 
 
-def _pooled_group(
-    base: ErrorDistribution,
-    result: CorrectedDistribution,
-    level: float,
-    simultaneous: bool,
-) -> None:
-    """The pooled inversion's shares, in place; Bonferroni simultaneous intervals from its
-    bootstrap when asked for."""
-    base.error_dist_corrected = result.corrected
-    base.error_dist_ci = result.corrected_ci
-    base.not_identified = result.not_identified
-    base.error_dist_se = {c: v for c, v in result.corrected_se.items() if v is not None}
-    base.error_dist_cov = result.corrected_cov
-    if simultaneous:
-        base.error_dist_sim_ci = result.simultaneous_ci
+def _group(
+    checkpoint: str, dataset: str, rows: pd.DataFrame, judged: Mapping[str, str]
+) -> Group | None:
+    """The judged wrong traces of one group as the estimators read them (None: none)."""
+    ids = rows["trace_id"].tolist()
+    of = dict(zip(ids, rows["stratum"].tolist(), strict=True))
+    cluster_of = dict(zip(ids, rows["cluster"].tolist(), strict=True))
+    mine = [t for t in ids if t in judged]
+    if not mine:
+        return None
+    return Group(
+        checkpoint=checkpoint,
+        dataset=dataset,
+        trace_ids=mine,
+        types=[judged[t] for t in mine],
+        # a pooled checkpoint is a stratified sample of its datasets (labelled at different
+        # rates with --per-checkpoint, or after failures): each dataset weighs by its size
+        strata=[of[t] for t in mine],
+        sizes=dict(Counter(of.values())),
+        # the samples of one problem err alike: every variance resamples problems
+        clusters=[cluster_of[t] for t in mine],
+    )
 
 
 def error_distributions(
@@ -259,21 +220,18 @@ def error_distributions(
     categories: Sequence[str],
     *,
     human: Sequence[HumanLabel] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
+    config: AnalysisConfig | None = None,
     pool_datasets: bool = False,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    level: float = 0.95,
-    simultaneous: bool = False,
 ) -> list[ErrorDistribution]:
     """Per (checkpoint, dataset) of ``graded`` (``GRADED_COLUMNS``), in the table's order of
-    first appearance: the judge's type shares among wrong traces with an ``ok`` label, and with
-    ``human`` the corrected shares by ``estimator`` (``ppi``: each group from its own human
-    labels; ``pooled``: one confusion over all, inverted). With ``pool_datasets`` the groups
-    are checkpoints, with dataset ``"all"``. ``simultaneous`` adds intervals that hold for
+    first appearance: the judge's type shares among wrong traces with an ``ok`` label
+    (``JudgeOnly``), and with ``human`` the corrected shares by ``config.estimator``
+    (``PPI``: each group from its own human labels; ``Pooled``: one confusion over all,
+    inverted; ``judge``: none), with the resamples, seed and level of ``config``
+    (``AnalysisConfig``, its defaults when None). With ``pool_datasets`` the groups are
+    checkpoints, with dataset ``"all"``. ``config.simultaneous`` adds intervals that hold for
     every type of a group at once (``error_dist_sim_ci``)."""
-    if estimator not in ESTIMATORS:
-        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
+    config = config or AnalysisConfig()
     cols = ["trace_id", "checkpoint", "dataset", "problem_id"]
     wrong = graded.loc[graded["outcome"] == "wrong", [c for c in cols if c in graded.columns]]
     problem = wrong["problem_id"] if "problem_id" in wrong.columns else wrong["trace_id"]
@@ -284,60 +242,47 @@ def error_distributions(
     if pool_datasets:
         wrong = wrong.assign(dataset=ALL_DATASETS)
     inputs = _inputs(labels, categories, human)
-    judged = inputs.judged
-    homogeneity = _homogeneity(graded, inputs) if inputs.pairs and estimator == "pooled" else None
+    judge = JudgeOnly(inputs.categories, config)
+    correction = correction_for(config.estimator, inputs, config, judge)
+    homogeneity = None
+    if correction is not None and correction.name is Estimator.POOLED:
+        homogeneity = _homogeneity(graded, inputs)
     out: list[ErrorDistribution] = []
-    for (checkpoint, dataset), group in wrong.groupby(["checkpoint", "dataset"], sort=False):
-        ids = group["trace_id"].tolist()
-        of = dict(zip(ids, group["stratum"].tolist(), strict=True))
+    for (checkpoint, dataset), rows in wrong.groupby(["checkpoint", "dataset"], sort=False):
+        ids = rows["trace_id"].tolist()
         status = Counter(str(labels[t].status) if t in labels else "unlabelled" for t in ids)
-        types = [judged[t] for t in ids if t in judged]
+        group = _group(str(checkpoint), str(dataset), rows, inputs.judged)
+        n_labelled = 0 if group is None else len(group.trace_ids)
         base = ErrorDistribution(
             checkpoint=str(checkpoint),
             dataset=str(dataset),
             n_wrong=len(ids),
-            n_labelled=len(types),
-            labelled_share=len(types) / len(ids) if ids else None,
+            n_labelled=n_labelled,
+            labelled_share=n_labelled / len(ids) if ids else None,
             status_counts=dict(status),
             n_human=len(inputs.pairs),
         )
         out.append(base)
-        if not types:
+        if group is None:
             continue
-        # A pooled checkpoint is a stratified sample of its datasets (labelled at different
-        # rates with --per-checkpoint, or after failures): each dataset weighs by its size.
-        strata = [of[t] for t in ids if t in judged] if pool_datasets else None
-        sizes = dict(Counter(of.values())) if pool_datasets else None
-        # the samples of one problem err alike: the interval resamples problems
-        cluster_of = dict(zip(ids, group["cluster"].tolist(), strict=True))
-        clusters = [cluster_of[t] for t in ids if t in judged]
-        result = correct_distribution(
-            types,
-            inputs.pairs if estimator == "pooled" else [],
-            inputs.cats,
-            weights=inputs.weights,
-            group=f"{checkpoint}/{dataset}",
-            n_boot=n_boot,
-            seed=seed,
-            level=level,
-            strata=strata,
-            stratum_sizes=sizes,
-            clusters=clusters,
-        )
-        base.error_dist = result.raw
-        base.error_dist_raw_ci = result.raw_ci
-        if not (inputs.has_human and inputs.pairs):
+        raw = judge.estimate(group)
+        base.error_dist = dict(zip(inputs.categories, raw.shares.tolist(), strict=True))
+        base.error_dist_raw_ci = raw.ci_dict()
+        base.set_estimates(judge=raw)
+        if correction is None:
             continue
-        base.estimator = estimator
-        if estimator == "ppi":
-            _ppi_group(base, group, inputs, level=level, simultaneous=simultaneous)
+        base.estimator = correction.name
+        base.homogeneity = homogeneity
+        result = correction.estimate(group)
+        if isinstance(result, NoEstimate):
+            base.n_human = result.n
+            base.note = result.reason
         else:
-            base.homogeneity = homogeneity
-            _pooled_group(base, result, level, simultaneous)
+            _corrected(base, result)
     return out
 
 
-def _homogeneity(graded: pd.DataFrame, inputs: _Inputs) -> Homogeneity:
+def _homogeneity(graded: pd.DataFrame, inputs: ShareInputs) -> Homogeneity:
     """The pooled inversion's assumption tested on the human-labelled wrong traces."""
     ck = dict(zip(graded["trace_id"].astype(str), graded["checkpoint"].astype(str), strict=True))
     shared = [t for t in sorted(set(inputs.people) & set(inputs.judged)) if t in ck]

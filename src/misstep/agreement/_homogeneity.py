@@ -21,6 +21,8 @@ import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
+from misstep.metrics import DEFAULT_SEED
+
 __all__ = ["Homogeneity", "confusion_homogeneity"]
 
 
@@ -72,7 +74,7 @@ def confusion_homogeneity(
     judge: Sequence[str],
     *,
     n_perm: int = 1000,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> Homogeneity:
     """Test one confusion across checkpoints from the human-labelled traces (their
     checkpoint, human type and judge type)."""

@@ -27,12 +27,8 @@ from typing import Any
 
 import pandas as pd
 
-from misstep.agreement._errordist import (
-    DEFAULT_ESTIMATOR,
-    ErrorDistribution,
-    Estimator,
-    error_distributions,
-)
+from misstep.agreement._config import AnalysisConfig
+from misstep.agreement._errordist import ALL_DATASETS, ErrorDistribution, error_distributions
 from misstep.errors import AnalysisError, LabelStoreError
 from misstep.labels import (
     HumanLabel,
@@ -40,27 +36,26 @@ from misstep.labels import (
     LabelStatus,
     StoredLabel,
     check_labels_input,
-    human_label_files,
+    gather_human_files,
     labels_path,
     read_human_labels,
     read_label_rows,
     read_labels,
     run_taxonomy,  # moved beside the run manifest; re-exported here
 )
+from misstep.metrics import CheckpointMetrics, ProblemCounts, problem_counts, vote_metrics
 from misstep.rollouts import GradedRun
 from misstep.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
     "LabelledRun",
+    "LabelledSummary",
     "add_error_distributions",
     "labelled_run_of",
     "labelled_summary",
     "load_labelled_run",
     "run_taxonomy",
 ]
-
-DEFAULT_N_BOOT = 1000
-"""Bootstrap resamples of the error distributions' intervals, in every command."""
 
 
 @dataclass
@@ -85,14 +80,8 @@ class LabelledRun:
     """trace_id -> the label budget's inclusion probability (empty: every trace judged)."""
     outside: int = 0
     """Labelled traces that are not in the input (left out; only with ``allow_other_input``)."""
-    n_boot: int = DEFAULT_N_BOOT
-    """Bootstrap resamples of the distributions' intervals."""
-    seed: int = 0
-    """Seed of the distributions' bootstrap."""
-    estimator: Estimator = DEFAULT_ESTIMATOR
-    """How people's labels correct the shares: ``ppi`` (per checkpoint) or ``pooled``."""
-    simultaneous: bool = False
-    """Add intervals that hold for every type of a group at once."""
+    config: AnalysisConfig = field(default_factory=AnalysisConfig)
+    """How its analyses estimate: resamples, seed, level, the estimator of the shares."""
     _dists: dict[bool, list[ErrorDistribution]] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -138,11 +127,8 @@ class LabelledRun:
                 self.labels,
                 self.categories,
                 human=self.human or None,
-                n_boot=self.n_boot,
-                seed=self.seed,
+                config=self.config,
                 pool_datasets=pool_datasets,
-                estimator=self.estimator,
-                simultaneous=self.simultaneous,
             )
         return self._dists[pool_datasets]
 
@@ -150,11 +136,6 @@ class LabelledRun:
         """Inverse inclusion probability of a trace in the label budget (1 without one)."""
         prob = self.inclusion.get(trace_id)
         return 1.0 / prob if prob else 1.0
-
-
-def _run_dir(labels: str | Path) -> Path:
-    path = labels_path(labels)
-    return path.parent
 
 
 def _check_types(
@@ -188,10 +169,7 @@ def load_labelled_run(
     taxonomy: str | Path | None = None,
     allow_other_input: bool = False,
     full: bool = False,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    simultaneous: bool = False,
+    config: AnalysisConfig | None = None,
 ) -> LabelledRun:
     """The label run at ``labels`` (a run directory or its labels.jsonl) joined to ``run``
     (None: the labels alone, without the input check or distributions).
@@ -204,8 +182,8 @@ def load_labelled_run(
     only status, type and inclusion probability (memory never grows with the judge's text).
     Raises ``LabelStoreError`` for a run of another input or a judge type outside the
     taxonomy, ``TaxonomyError`` for a taxonomy that moved or changed, ``InvalidRecordError``
-    (file, line, field, value, allowed keys) for a person's type outside it. ``estimator``
-    and ``simultaneous``: how ``distributions`` corrects the shares (``error_distributions``)."""
+    (file, line, field, value, allowed keys) for a person's type outside it. ``config``: how
+    its analyses estimate (``AnalysisConfig``; its defaults when None)."""
     tax = run_taxonomy(labels, taxonomy)
     stored: Mapping[str, StoredLabel | LabelRow] = (
         read_labels(labels, judge=judge) if full else read_label_rows(labels, judge=judge)
@@ -221,12 +199,7 @@ def load_labelled_run(
             allow_other_input=allow_other_input,
         )
     _check_types(stored, tax, labels_path(labels))
-    files: list[Path] = []
-    seen: set[Path] = set()
-    for path in [*map(Path, human), *human_label_files(_run_dir(labels))]:
-        if path.resolve() not in seen:
-            seen.add(path.resolve())
-            files.append(path)
+    files = gather_human_files(human, [labels])
     people = [row for path in files for row in read_human_labels(path, keys=tax.keys)]
     inclusion = {
         t: float(prob)
@@ -242,10 +215,7 @@ def load_labelled_run(
         human_files=files,
         inclusion=inclusion,
         outside=outside,
-        n_boot=n_boot,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+        config=config or AnalysisConfig(),
     )
 
 
@@ -255,18 +225,13 @@ def labelled_run_of(
     *,
     human: Sequence[HumanLabel] = (),
     taxonomy: Taxonomy | None = None,
-    n_boot: int = DEFAULT_N_BOOT,
-    seed: int = 0,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    simultaneous: bool = False,
+    config: AnalysisConfig | None = None,
 ) -> LabelledRun:
     """A ``LabelledRun`` from tables in memory (scripts, tests, benchmarks): ``graded`` with
     the ``GRADED_COLUMNS``, ``labels`` per trace (or a DataFrame with ``trace_id``,
     ``error_type`` and optionally ``status``, ``first_error_step``, ``evidence``), people's
-    labels, the taxonomy (built-in when None). No input or taxonomy-hash check: nothing was
-    read from disk."""
-    from misstep.rollouts import GradedRun
-
+    labels, the taxonomy (built-in when None), how its analyses estimate (``config``). No input
+    or taxonomy-hash check: nothing was read from disk."""
     if isinstance(labels, pd.DataFrame):
         status = labels["status"] if "status" in labels.columns else ["ok"] * len(labels)
         extra = {c: labels[c] for c in ("first_error_step", "evidence") if c in labels.columns}
@@ -300,10 +265,7 @@ def labelled_run_of(
             for t, lab in labels.items()
             if (p := getattr(lab, "inclusion_prob", None)) is not None
         },
-        n_boot=n_boot,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+        config=config or AnalysisConfig(),
     )
 
 
@@ -345,23 +307,44 @@ def add_error_distributions(
                     record[f"{name}.{key}"] = value
 
 
+@dataclass
+class LabelledSummary:
+    """``misstep summary --labels`` as data: the vote metrics per checkpoint (x dataset) and
+    the error distributions of the same groups."""
+
+    rows: list[CheckpointMetrics]
+    """The vote metrics (``misstep.metrics.vote_metrics``)."""
+    distributions: list[ErrorDistribution]
+    """The error distributions (``LabelledRun.distributions``), pooled over datasets when the
+    rows are."""
+    corrected: bool
+    """Whether people's labels were given (the records carry the corrected shares)."""
+
+    def records(self, *, flat: bool = False) -> list[dict[str, Any]]:
+        """One JSON-ready record per row, its error distribution added
+        (``add_error_distributions``; ``flat``: as ``error_dist.<type>`` columns, for CSV)."""
+        records: list[dict[str, Any]] = [row.to_json() for row in self.rows]
+        add_error_distributions(records, self.distributions, corrected=self.corrected, flat=flat)
+        return records
+
+
 def labelled_summary(
     labelled: LabelledRun,
     ks: Sequence[int],
     *,
     by_dataset: bool | None = None,
-    seed: int = 0,
-) -> list[dict[str, Any]]:
-    """``misstep summary --labels`` as data: one record per checkpoint (per checkpoint and
-    dataset with ``by_dataset``; None: as ``misstep.metrics.vote_metrics`` decides) holding
-    the vote metrics and the error distributions of ``labelled`` (pooled checkpoints
-    stratified by dataset)."""
-    from misstep.metrics import problem_counts, vote_metrics
-
-    rows = vote_metrics(problem_counts(labelled.table), list(ks), by_dataset=by_dataset, seed=seed)
-    records: list[dict[str, Any]] = [row.to_json() for row in rows]
-    pool = bool(rows) and all(row.dataset == "all" for row in rows)
-    add_error_distributions(
-        records, labelled.distributions(pool_datasets=pool), corrected=bool(labelled.human)
+    counts: ProblemCounts | None = None,
+) -> LabelledSummary:
+    """``misstep summary --labels`` as data: the vote metrics of ``labelled``'s table per
+    checkpoint (per checkpoint and dataset with ``by_dataset``; None: as
+    ``misstep.metrics.vote_metrics`` decides), seeded by its config, and its error
+    distributions of the same groups (pooled checkpoints stratified by dataset). ``counts``:
+    the table's ``problem_counts`` when the caller has them already."""
+    table = counts if counts is not None else problem_counts(labelled.table)
+    rows = vote_metrics(table, list(ks), by_dataset=by_dataset, seed=labelled.config.seed)
+    pool = bool(rows) and all(row.dataset == ALL_DATASETS for row in rows)
+    return LabelledSummary(
+        rows=rows,
+        distributions=labelled.distributions(pool_datasets=pool),
+        corrected=bool(labelled.human),
     )
-    return records

@@ -8,13 +8,17 @@ the ``ppi`` share of type t (``_ppi``, power tuning lam = C / V_f) has variance
 with V_y = Var(y_t), V_f = Var(f_t), C = Cov(y_t, f_t), rho their correlation (y: the human
 type is t, f: the judge's type is t), all estimated on the pilot: the checkpoint's human
 labels (weighted by their sampling weights), or every checkpoint's when the checkpoint has
-fewer than ``MIN_PILOT``. The half-width is z * sqrt(V_t(n)); the plan takes, per checkpoint,
-the smallest n that brings every type's half-width to at most H:
+fewer than ``MIN_PILOT`` (and they have that many). The half-width is z * sqrt(V_t(n)); the
+plan takes, per checkpoint, the smallest n that brings every type's half-width to at most H:
 
     n = max_t V_y (1 - rho^2) / ((H / z)^2 - C^2 / (V_f N)),
 
-capped at N. Without a pilot it is the human-only worst case, V_y = 1/4 (a share of one
-half): n = z^2 / (4 H^2). The plan ignores clustering by problem (the estimate's variance
+capped at N, and at least the labels held. Its expected half-width is the largest
+z * sqrt(V_t(n)) at that n: what the held and planned labels give, so with more held than H
+needs it is narrower than H. Without a pilot it is the human-only worst case, V_y = 1/4 (a
+share of one half): n = z^2 / (4 H^2), and the expected half-width is then an upper bound (the
+judge's labels can only narrow it; ``tests/agreement/test_plan_sweep.py`` measures by how
+much). The plan ignores clustering by problem (the estimate's variance
 counts it, so a run whose problems hold many traces of one type comes out somewhat wider);
 ``benchmarks/bench_estimators.py`` draws planned samples and measures the half-width they give.
 """
@@ -29,8 +33,10 @@ import numpy.typing as npt
 from pydantic import BaseModel
 from scipy import stats
 
+from misstep.agreement._config import Estimator
 from misstep.agreement._errordist import ok_types
 from misstep.errors import OptionError
+from misstep.metrics import LEVEL
 
 if TYPE_CHECKING:
     from misstep.agreement._labelled import LabelledRun
@@ -40,7 +46,8 @@ __all__ = ["MIN_PILOT", "PLAN_VERSION", "LabelPlan", "PlanRow", "labels_needed",
 Array = npt.NDArray[np.float64]
 
 MIN_PILOT = 30
-"""Fewest human labels of a checkpoint for its own pilot; fewer: every checkpoint's pooled."""
+"""Fewest human labels of a checkpoint for its own pilot; fewer: every checkpoint's pooled,
+when they are at least as many; else no pilot (the worst case)."""
 
 
 class PlanRow(BaseModel):
@@ -53,7 +60,8 @@ class PlanRow(BaseModel):
     human_labels_held: int
     """Human-labelled traces of this checkpoint already held (with a judge type)."""
     expected_halfwidth: float
-    """Largest expected half-width over the types with ``human_labels_needed`` labels."""
+    """Largest expected half-width over the types with ``human_labels_needed`` labels (with
+    more held than the half-width needs: what the held ones give)."""
     n_judged: int
     """Judged wrong traces of the checkpoint (the most people can label)."""
     pilot: str
@@ -82,14 +90,17 @@ def labels_needed(
     y: Array | None = None,
     f: Array | None = None,
     weights: Array | None = None,
-    level: float = 0.95,
+    level: float = LEVEL,
+    held: int = 0,
 ) -> tuple[int, float]:
-    """(labels needed, expected largest half-width with them) for one checkpoint of
+    """(labels needed in all, expected largest half-width with them) for one checkpoint of
     ``n_judged`` judged traces, from the pilot's one-hot human types ``y`` and judge types
-    ``f`` (None: no pilot, the worst case)."""
+    ``f`` (None: no pilot, the worst case). ``held`` labels are already there: with more than
+    the half-width needs, the need is what is held and the half-width what those give, not
+    the one asked for."""
     z = float(stats.norm.ppf(0.5 + level / 2))
     if y is None or f is None or len(y) == 0:
-        n = min(n_judged, math.ceil(z * z / (4 * halfwidth * halfwidth)))
+        n = max(held, min(n_judged, math.ceil(z * z / (4 * halfwidth * halfwidth))))
         return n, z * 0.5 / math.sqrt(max(n, 1))
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
     vy, vf, c = _moments(y, f, w)
@@ -100,6 +111,7 @@ def labels_needed(
         n = n_judged  # the judge's own sampling noise alone exceeds H
     else:
         n = min(n_judged, max(2, math.ceil(float((resid / room).max()))))
+    n = max(n, held)
     return n, _halfwidth(n, vy, vf, c, n_judged, z)
 
 
@@ -117,7 +129,7 @@ class LabelPlan(BaseModel):
     """The half-width asked for (share)."""
     level: float
     """Confidence level of the intervals."""
-    estimator: str = "ppi"
+    estimator: Estimator = Estimator.PPI
     """The estimator the plan is for."""
     note: str
     """Where the judge-human agreement came from, in words."""
@@ -157,14 +169,16 @@ def _onehots(pairs: list[tuple[str, str, float]], cats: list[str]) -> tuple[Arra
     )
 
 
-def plan_labels(labelled: LabelledRun, halfwidth: float, *, level: float = 0.95) -> LabelPlan:
+def plan_labels(
+    labelled: LabelledRun, halfwidth: float, *, level: float | None = None
+) -> LabelPlan:
     """The plan for ``halfwidth`` of every type's share at every checkpoint (``ppi``): the
     pilot is each checkpoint's own human labels when it has ``MIN_PILOT``, else every
-    checkpoint's pooled, else none (the human-only worst case)."""
+    checkpoint's pooled, else none (the human-only worst case). ``level``: the run's
+    (``labelled.config.level``) when None."""
     if not 0 < halfwidth < 0.5:
-        raise OptionError(
-            option="--halfwidth", value=halfwidth, allowed="a share between 0 and 0.5"
-        )
+        raise OptionError(option="halfwidth", value=halfwidth, allowed="a share between 0 and 0.5")
+    level = labelled.config.level if level is None else level
     ids, pairs, order = _pilot_pairs(labelled)
     cats = sorted(
         set(labelled.categories) | {x for ps in pairs.values() for h, j, _ in ps for x in (h, j)}
@@ -174,21 +188,26 @@ def plan_labels(labelled: LabelledRun, halfwidth: float, *, level: float = 0.95)
     sources: set[str] = set()
     for ck in order:
         mine = pairs.get(ck, [])
-        pilot = mine if len(mine) >= MIN_PILOT else pooled
+        # A pilot of a few labels says little of the agreement (with 10 labels the planned
+        # half-width was off by up to half): below MIN_PILOT, pooled too, the worst case.
+        pilot = mine if len(mine) >= MIN_PILOT else pooled if len(pooled) >= MIN_PILOT else []
         source = "checkpoint" if pilot is mine and mine else "pooled" if pilot else "none"
         n_judged = len(ids.get(ck, []))
         if not n_judged:
             continue
+        held = len(mine)
         if pilot:
             y, f, w = _onehots(pilot, cats)
-            need, width = labels_needed(halfwidth, n_judged, y=y, f=f, weights=w, level=level)
+            need, width = labels_needed(
+                halfwidth, n_judged, y=y, f=f, weights=w, level=level, held=held
+            )
         else:
-            need, width = labels_needed(halfwidth, n_judged, level=level)
+            need, width = labels_needed(halfwidth, n_judged, level=level, held=held)
         sources.add(source)
         rows.append(
             PlanRow(
                 checkpoint=ck,
-                human_labels_needed=max(need, len(mine)),
+                human_labels_needed=need,
                 human_labels_held=len(mine),
                 expected_halfwidth=width,
                 n_judged=n_judged,
@@ -196,8 +215,9 @@ def plan_labels(labelled: LabelledRun, halfwidth: float, *, level: float = 0.95)
             )
         )
     note = (
-        "no pilot: no human label shares a trace with the judge's labels, so this is the "
-        "human-only worst case (a share of one half), which the judge's labels can only improve"
+        f"no pilot: fewer than {MIN_PILOT} human labels share a trace with the judge's labels, "
+        "so this is the human-only worst case (a share of one half), an upper bound that the "
+        "judge's labels can only improve; label a pilot, then plan again"
         if sources <= {"none"}
         else "from the pilot's judge-human agreement (each checkpoint's own with at least "
         f"{MIN_PILOT} human labels, else all checkpoints' pooled); label, then plan again"

@@ -34,9 +34,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
-from misstep.metrics import boundary_interval
+from misstep.agreement._config import AnalysisConfig, Estimator
+from misstep.agreement._shares import Group, NoEstimate, ShareEstimate, ShareInputs
+from misstep.metrics import DEFAULT_SEED, LEVEL, boundary_interval
 
-__all__ = ["PPIEstimate", "ppi_shares", "simultaneous_z"]
+__all__ = ["MIN_PPI_HUMAN", "PPI", "PPIEstimate", "ppi_shares", "simultaneous_z"]
 
 Array = npt.NDArray[np.float64]
 
@@ -62,7 +64,7 @@ class PPIEstimate:
         out: Array = np.sqrt(np.clip(np.diag(self.cov), 0.0, None))
         return out
 
-    def intervals(self, level: float = 0.95, *, z: float | None = None) -> Array:
+    def intervals(self, level: float = LEVEL, *, z: float | None = None) -> Array:
         """(K, 2) Wald intervals clipped to [0, 1] (``z``: a critical value, e.g. a
         simultaneous one). A type with zero estimated variance (every person gave it, or
         nobody did, and so did the judge) gets the exact Clopper-Pearson interval of the
@@ -139,7 +141,7 @@ def ppi_shares(
 
 
 def simultaneous_z(
-    cov: Array, level: float = 0.95, *, draws: int = 100_000, seed: int = 0
+    cov: Array, level: float = LEVEL, *, draws: int = 100_000, seed: int = DEFAULT_SEED
 ) -> float:
     """Critical value c with P(max_t |Z_t| / sd_t <= c) = level for Z ~ N(0, cov): the
     Gaussian max-|z| (sup-t) band over the types, from seeded draws. Never above the Bonferroni
@@ -156,3 +158,64 @@ def simultaneous_z(
     z = np.random.default_rng(seed).standard_normal((draws, k)) @ root.T
     crit = float(np.quantile(np.abs(z).max(axis=1), level))
     return min(crit, bonferroni)
+
+
+MIN_PPI_HUMAN = 10
+"""Fewest human-labelled traces a group needs for a ``ppi`` share (its interval is a normal
+approximation); fewer: no corrected share, and a note says to label more or use ``pooled``."""
+
+
+class PPI:
+    """Prediction-powered inference (PPI++) of a group's shares from the group's own human
+    labels (module docstring): judged traces weigh by their stratum's wrong / judged (a label
+    budget), human-labelled ones by their sampling weight; problems are the clusters."""
+
+    name = Estimator.PPI
+
+    def __init__(self, inputs: ShareInputs, config: AnalysisConfig) -> None:
+        self.inputs = inputs
+        self.config = config
+
+    def estimate(self, group: Group) -> ShareEstimate | NoEstimate:
+        """The group's PPI++ shares, or why not (fewer than ``MIN_PPI_HUMAN`` human labels)."""
+        inputs, level = self.inputs, self.config.level
+        ids = list(group.trace_ids)
+        human_ids = [t for t in ids if t in inputs.people]
+        if len(human_ids) < MIN_PPI_HUMAN:
+            return NoEstimate(
+                reason=f"{len(human_ids)} human-labelled trace(s) here, ppi needs "
+                f"{MIN_PPI_HUMAN}: label more (misstep plan) or use --estimator pooled",
+                n=len(human_ids),
+            )
+        cats = inputs.categories
+        index = {c: i for i, c in enumerate(cats)}
+        eye = np.eye(len(cats))
+        f_all = eye[[index[t] for t in group.types]]
+        clusters = None
+        if group.clusters is not None:
+            clusters = np.unique(list(group.clusters), return_inverse=True)[1].astype(np.int64)
+        row = {t: i for i, t in enumerate(ids)}
+        est = ppi_shares(
+            eye[[index[inputs.people[t][0]] for t in human_ids]],
+            eye[[index[inputs.judged[t]] for t in human_ids]],
+            f_all,
+            labelled_index=np.array([row[t] for t in human_ids], dtype=np.int64),
+            w_labelled=np.array([inputs.people[t][1] for t in human_ids]),
+            w_judged=group.design.weights,
+            clusters=clusters,
+        )
+        sim: list[tuple[float, float] | None] | None = None
+        if self.config.simultaneous:
+            rows = est.intervals(level, z=simultaneous_z(est.cov, level))
+            sim = [(float(lo), float(hi)) for lo, hi in rows]
+        return ShareEstimate(
+            estimator=self.name,
+            categories=cats,
+            shares=np.array([min(max(float(v), 0.0), 1.0) for v in est.estimate]),
+            cov=est.cov,
+            se=est.se,
+            ci=[(float(lo), float(hi)) for lo, hi in est.intervals(level)],
+            n=len(human_ids),
+            n_units=group.n_units,
+            sim_ci=sim,
+        )

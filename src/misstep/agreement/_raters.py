@@ -7,19 +7,19 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from misstep.agreement._agreement import Rating
-from misstep.labels import ADJUDICATOR, HumanLabel, LabelStatus, StoredLabel
+from misstep.labels import HumanLabel, LabelStatus, StoredLabel, current_labels
 
 __all__ = ["human_raters", "judge_raters"]
 
 
 def human_raters(labels: Sequence[HumanLabel]) -> dict[str, dict[str, Rating]]:
     """{annotator: {trace_id: Rating}}; a later label of the same trace by the same person
-    replaces an earlier one. Adjudications (role ``adjudicator``) are no one's own reading
-    and are left out: agreement is reported as it was before adjudication."""
+    replaces an earlier one (``misstep.labels.current_labels``, the rule of the human
+    consensus). Adjudications (role ``adjudicator``) are no one's own reading and are left
+    out: agreement is reported as it was before adjudication."""
     raters: dict[str, dict[str, Rating]] = {}
-    for label in labels:
-        if label.role == ADJUDICATOR:
-            continue
+    own, _ = current_labels(labels)
+    for label in own:
         raters.setdefault(label.annotator, {})[label.trace_id] = Rating(
             error_type=label.error_type,
             first_error_step=label.first_error_step,

@@ -2,16 +2,22 @@
 annotation task (JSONL, CSV or a Label Studio import with its labelling config); the people's
 answers are read back by ``misstep.labels.read_human_labels``.
 
-Blind by default: the task file never shows the judge's label (people who see it tend to
-agree with it); the judge's labels go to a sidecar ``<task file name>.judge.jsonl`` beside it.
-Each row's ``weight`` is its inverse inclusion probability within its stratum (N_h / n_h), so
-estimates from the labelled sample can be weighted back to the judged population.
+Blind: nothing in the task file depends on the judge within a checkpoint (people who see the
+judge's label tend to agree with it, and a weight or a stratum names the judge's type). The
+judge's labels, each trace's sampling weight (its inverse inclusion probability within its
+stratum, N_h / n_h, so estimates from the labelled sample can be weighted back to the judged
+population) and its stratum go to the sidecar ``<task file name>.judge.jsonl`` beside it
+(``misstep.labels.TaskDesign`` lines, in the sample's order), which misstep reads when the
+labels come back. The task's rows are in a random order drawn from a fresh key, never from
+``--seed``: the public seed makes the sample's membership reproducible, and an order derived
+from it (or the sample's own order, by stratum) would give the strata away.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +28,8 @@ import orjson
 from pydantic import BaseModel
 
 from misstep.errors import OptionError
-from misstep.labels import NO_ERROR_CHOICE, LabelStatus, StoredLabel
+from misstep.labels import NO_ERROR_CHOICE, LabelStatus, StoredLabel, TaskDesign, task_sidecar
+from misstep.metrics import DEFAULT_SEED
 from misstep.prompts import split_steps
 from misstep.rollouts import Trace, extract_answer
 
@@ -61,15 +68,17 @@ class SampleRow(BaseModel):
     final_answer: str
     """The trace's final answer (empty when none was found)."""
     stratum: str
-    """Its stratum as the task shows it, without the judge's type (a blind task must not
-    reveal it), e.g. ``checkpoint=step_400``; ``all`` when only the judge's type stratifies."""
+    """Its stratum without the judge's type, e.g. ``checkpoint=step_400``; ``all`` when only
+    the judge's type stratifies (the review queue's, outside blind mode; not in the task)."""
     judge_stratum: str = ""
     """The whole stratum, e.g. ``checkpoint=step_400|error_type=arithmetic`` (sidecar only)."""
     allocation: str
-    """How the sample was allocated to strata (``proportional`` or ``equal``)."""
+    """How the sample was allocated to strata (``proportional``, ``equal``, or ``plan`` for a
+    draw per checkpoint from ``misstep plan``; sidecar only)."""
     weight: float
     """Inverse inclusion probability: N_h / n_h within the stratum, divided by the label
-    budget's inclusion probability of the trace when the judged traces were a sample."""
+    budget's inclusion probability of the trace when the judged traces were a sample (sidecar
+    only: within a checkpoint it tells the judge's strata apart)."""
     judge: str
     """The judge's id (sidecar only)."""
     judge_error_type: str | None
@@ -78,7 +87,16 @@ class SampleRow(BaseModel):
     """The judge's first error step (sidecar only)."""
 
 
-_SIDE_FIELDS = ("judge", "judge_error_type", "judge_first_error_step", "judge_stratum")
+_SIDE_FIELDS = (
+    "stratum",
+    "allocation",
+    "weight",
+    "judge",
+    "judge_error_type",
+    "judge_first_error_step",
+    "judge_stratum",
+)
+"""What the sidecar keeps and the task leaves out."""
 _EMPTY_FIELDS = ("error_type", "first_error_step", "annotator")
 
 
@@ -119,7 +137,7 @@ def stratified_sample(
     n: int,
     stratify: Sequence[str] = ("checkpoint", "error_type"),
     allocation: Allocation = "proportional",
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     inclusion: Mapping[str, float] | None = None,
     take: Mapping[str, int] | None = None,
     exclude: Collection[str] = (),
@@ -135,14 +153,14 @@ def stratified_sample(
     ``misstep plan``) replaces ``n`` and the allocation; ``exclude``: traces people already
     labelled, never drawn again (the draw is then a random sample of the rest)."""
     if n < 1:
-        raise OptionError(option="--n", value=n, allowed="a positive number of traces")
+        raise OptionError(option="n", value=n, allowed="a positive number of traces")
     for field in stratify:
         if field not in STRATA_FIELDS:
             raise OptionError(
-                option="--stratify", value=field, allowed="fields among " + ", ".join(STRATA_FIELDS)
+                option="stratify", value=field, allowed="fields among " + ", ".join(STRATA_FIELDS)
             )
     if allocation not in ("proportional", "equal"):
-        raise OptionError(option="--allocation", value=allocation, allowed="proportional, equal")
+        raise OptionError(option="allocation", value=allocation, allowed="proportional, equal")
     pool: dict[str, list[tuple[Trace, StoredLabel]]] = {}
     for trace in traces:
         label = labels.get(trace.trace_id)
@@ -186,7 +204,7 @@ def stratified_sample(
                     final_answer=answer or "",
                     stratum=_visible(name),
                     judge_stratum=name,
-                    allocation=allocation,
+                    allocation=allocation if take is None else "plan",
                     weight=len(members) / k / (inclusion or {}).get(trace.trace_id, 1.0),
                     judge=label.judge,
                     judge_error_type=label.error_type,
@@ -202,9 +220,10 @@ def _visible(stratum: str) -> str:
     return "|".join(parts) or "all"
 
 
-def _task_row(row: SampleRow) -> dict[str, Any]:
+def _task_row(row: SampleRow, annotator: str = "") -> dict[str, Any]:
     data = row.model_dump(exclude=set(_SIDE_FIELDS))
     data.update(dict.fromkeys(_EMPTY_FIELDS, ""))
+    data["annotator"] = annotator
     return data
 
 
@@ -232,43 +251,64 @@ def labelstudio_config(categories: Sequence[str]) -> str:
 
 
 def write_task(
-    rows: Sequence[SampleRow], out: str | Path, *, fmt: TaskFormat, categories: Sequence[str]
+    rows: Sequence[SampleRow],
+    out: str | Path,
+    *,
+    fmt: TaskFormat,
+    categories: Sequence[str],
+    assigned: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
-    """Write the annotation task, its judge sidecar (and, for Label Studio, the labelling
-    config). Returns the paths written, the task file first."""
+    """Write the annotation task (its rows in a random order from a fresh key), its sidecar
+    (the weights, strata and judge labels, in the sample's order) and, for Label Studio, the
+    labelling config. Returns the paths written, the task file first, the sidecar last.
+
+    ``assigned`` (trace_id -> people, ``assign_annotators``): one row per trace and person,
+    its ``annotator`` filled in (JSONL and CSV; Label Studio assigns its tasks itself)."""
     path = Path(out)
+    if assigned is not None and fmt == "labelstudio":
+        raise OptionError(
+            option="--annotators",
+            value=",".join(sorted({a for people in assigned.values() for a in people})),
+            allowed="with --format jsonl or csv",
+            hint="Label Studio spreads tasks over its own users (project settings, overlap)",
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Named after the whole output name: task.jsonl and task.csv get different sidecars.
-    sidecar = path.with_name(f"{path.name}.judge.jsonl")
+    sidecar = task_sidecar(path)
     written = [path]
+    people = assigned or {}
+    shown = [(row, who) for row in rows for who in (people.get(row.trace_id) or [""])]
+    # A fresh key, not --seed: the order must not be computable by anyone who knows the seed.
+    random.SystemRandom().shuffle(shown)
     if fmt == "jsonl":
         with path.open("wb") as fh:
-            for row in rows:
-                fh.write(orjson.dumps(_task_row(row)) + b"\n")
+            for row, who in shown:
+                fh.write(orjson.dumps(_task_row(row, who)) + b"\n")
     elif fmt == "csv":
         with path.open("w", encoding="utf-8", newline="") as fh:
             fields = [f for f in SampleRow.model_fields if f not in _SIDE_FIELDS]
             writer = csv.DictWriter(fh, fieldnames=[*fields, *_EMPTY_FIELDS])
             writer.writeheader()
-            for row in rows:
-                writer.writerow(_task_row(row))
+            for row, who in shown:
+                writer.writerow(_task_row(row, who))
     elif fmt == "labelstudio":
-        tasks = [{"data": row.model_dump(exclude=set(_SIDE_FIELDS))} for row in rows]
+        tasks = [{"data": row.model_dump(exclude=set(_SIDE_FIELDS))} for row, _ in shown]
         path.write_bytes(orjson.dumps(tasks, option=orjson.OPT_INDENT_2))
         config = path.with_name(f"{path.name}.labelstudio.xml")
         config.write_text(labelstudio_config(categories), encoding="utf-8")
         written.append(config)
     else:
-        raise OptionError(option="--format", value=fmt, allowed="jsonl, csv, labelstudio")
+        raise OptionError(option="fmt", value=fmt, allowed="jsonl, csv, labelstudio")
     with sidecar.open("wb") as fh:
         for row in rows:
-            side: dict[str, object] = {
-                "trace_id": row.trace_id,
-                "judge": row.judge,
-                "error_type": row.judge_error_type,
-                "first_error_step": row.judge_first_error_step,
-                "stratum": row.judge_stratum,
-            }
-            fh.write(orjson.dumps(side) + b"\n")
+            side = TaskDesign(
+                trace_id=row.trace_id,
+                weight=row.weight,
+                stratum=row.judge_stratum,
+                allocation=row.allocation,
+                judge=row.judge,
+                error_type=row.judge_error_type,
+                first_error_step=row.judge_first_error_step,
+            )
+            fh.write(orjson.dumps(side.model_dump(mode="json")) + b"\n")
     written.append(sidecar)
     return written

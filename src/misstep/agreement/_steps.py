@@ -27,7 +27,7 @@ class StepScores:
         self,
         same: npt.NDArray[np.float64],
         ref_has_error: npt.NDArray[np.bool_],
-        counts: npt.NDArray[np.float64] | None = None,
+        counts: npt.NDArray[np.float64] | npt.NDArray[np.int64] | None = None,
     ) -> None:
         w = np.ones((1, same.size)) if counts is None else counts
         erroneous = ref_has_error.astype(np.float64)
@@ -52,7 +52,7 @@ class StepScores:
 def step_scores(
     reference: Sequence[int | None],
     rated: Sequence[int | None],
-    counts: npt.NDArray[np.float64] | None = None,
+    counts: npt.NDArray[np.float64] | npt.NDArray[np.int64] | None = None,
 ) -> StepScores:
     """Step scores of a rater against a reference; None means "no error" for either."""
     same = np.array([r == s for r, s in zip(reference, rated, strict=True)], dtype=np.float64)

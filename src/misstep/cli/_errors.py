@@ -4,6 +4,7 @@ and the two consoles: data on stdout, messages and progress on stderr."""
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,14 +16,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from misstep.errors import MisstepError, OutputError
+from misstep.errors import MisstepError, OptionError, OutputError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
 __all__ = [
+    "FIELD_FLAGS",
     "data",
     "err_console",
+    "flag_of",
     "handles_errors",
     "out_console",
     "quote",
@@ -64,6 +67,45 @@ def quote(value: object) -> str:
     return escape(str(value))
 
 
+FIELD_FLAGS: dict[str, str] = {
+    "backend": "--judge",
+    "deadline_s": "--deadline",
+    "engine_args": "--engine-arg",
+    "extra_base_urls": "--base-url",
+    "fmt": "--format",
+    "ks": "--k",
+    "taxonomy_path": "--taxonomy",
+    "timeout_s": "--timeout",
+}
+"""The fields whose flag is not their name with dashes (``max_tokens``: ``--max-tokens``;
+``n_boot``: ``--n-boot``): domain code names fields in an ``OptionError``, never a flag."""
+
+
+def flag_of(option: str) -> str:
+    """The command-line flag of a config field that an error names (the domain names fields,
+    only the CLI names flags); an option that is no field name (``--judge-id``, ``judge name``)
+    as it is."""
+    if not option.isidentifier():
+        return option
+    return FIELD_FLAGS.get(option, "--" + option.replace("_", "-"))
+
+
+_SETTING = re.compile(r"`([a-z][a-z0-9_]*)=([^`]*)`")
+"""A setting a domain hint suggests, written `` `field=value` ``."""
+
+
+def _as_flags(exc: MisstepError) -> MisstepError:
+    """An ``OptionError`` that names config fields (its option, `` `field=value` `` in its
+    hint), naming their flags instead (`` `--field value` ``)."""
+    if not isinstance(exc, OptionError):
+        return exc
+    flagged = exc.renamed(flag_of(exc.option))
+    hint = flagged.hint and _SETTING.sub(lambda m: f"`{flag_of(m[1])} {m[2]}`", flagged.hint)
+    if flagged.option == exc.option and hint == exc.hint:
+        return exc
+    return OptionError(option=flagged.option, value=exc.value, allowed=exc.allowed, hint=hint)
+
+
 def _fail(message: str, hint: str | None, code: int) -> typer.Exit:
     # Escape: messages quote user values and hints like `pip install 'misstep[vllm]'`,
     # whose brackets rich would otherwise read as markup and drop.
@@ -87,7 +129,8 @@ def writing(path: Path) -> Iterator[None]:
 
 
 def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code; an
+    """Wrap a command: a MisstepError becomes a red message on stderr and its exit code (an
+    ``OptionError`` naming a domain field names its flag, ``FIELD_FLAGS``); an
     operating-system error writing or reading a file (a full disk, a vanished directory)
     becomes exit status 2 naming the file."""
 
@@ -95,7 +138,8 @@ def handles_errors(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except MisstepError as exc:
+        except MisstepError as error:
+            exc = _as_flags(error)
             raise _fail(exc.message, exc.hint, exc.exit_code) from None
         except KeyboardInterrupt:
             raise _fail(

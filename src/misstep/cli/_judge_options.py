@@ -1,19 +1,16 @@
 """The options of the commands that ask a judge (``label``, ``export-requests``, ``select``):
-declared here once, checked and built once into small frozen dataclasses, passed whole.
-
-- :class:`Asking`: what the judge is asked (sampling, token budgets, template arguments);
-- :class:`Serving`: where and how it is asked (servers, model, concurrency, timeouts, engine);
-- ``misstep.labels.RunOptions``: how the run reads its input and which traces it judges.
-
-:func:`judge_config` turns the first two into the one ``JudgeConfig``.
+declared here once, their defaults the config model's (``misstep.defaults``: the same values
+``misstep.judge.JudgeConfig`` declares), bound whole into the one ``JudgeConfig`` by
+:func:`judge_config` (:func:`bind`: pydantic validates, and a field's error names its flag,
+``cli._errors.flag_of``), then passed whole; ``misstep.labels.RunOptions`` says how the run
+reads its input and which traces it judges.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -21,16 +18,19 @@ from misstep.cli._options import check_base_urls, check_reasoning_effort
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from misstep.judge import JudgeConfig
 
 __all__ = [
-    "Asking",
-    "Serving",
+    "bind",
     "check_run_dir",
     "engine_args",
     "json_object",
     "judge_config",
 ]
+
+_M = TypeVar("_M", bound="BaseModel")
 
 SamplesOpt = Annotated[
     int,
@@ -119,143 +119,50 @@ RejectsOpt = Annotated[
 ]
 
 
-@dataclass(frozen=True)
-class Asking:
-    """What the judge is asked: the same request whichever way it is sent."""
+def bind(config_type: type[_M], /, **values: Any) -> _M:
+    """A ``config_type`` made from a command's option values (keyword: the field), validated
+    by pydantic; the first field error becomes an ``OptionError`` naming the field (the CLI's
+    error boundary names its flag)."""
+    from pydantic import ValidationError
 
-    temperature: float = 0.0
-    """Sampling temperature of the first attempt (``--temperature``)."""
-    max_tokens: int = 1024
-    """Longest reply in tokens (``--max-tokens``)."""
-    samples: int = 1
-    """Samples per trace (``--samples``)."""
-    seed: int = 0
-    """The seed every request's seed comes from (``--seed``)."""
-    max_trace_tokens: int = 6000
-    """Token budget of the trace in the prompt (``--max-trace-tokens``)."""
-    reasoning_effort: str | None = None
-    """For reasoning models: low, medium, high (``--reasoning-effort``)."""
-    chat_template_kwargs: dict[str, Any] | None = None
-    """Chat-template arguments (``--chat-template-kwargs``)."""
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        temperature: float,
-        max_tokens: int,
-        samples: int,
-        seed: int,
-        max_trace_tokens: int = 6000,
-        reasoning_effort: str | None = None,
-        chat_template_kwargs: str | None = None,
-    ) -> Asking:
-        """From the command's options, checked (before any connection)."""
-        check_reasoning_effort(reasoning_effort)
-        return cls(
-            temperature=temperature,
-            max_tokens=max_tokens,
-            samples=samples,
-            seed=seed,
-            max_trace_tokens=max_trace_tokens,
-            reasoning_effort=reasoning_effort,
-            chat_template_kwargs=json_object(chat_template_kwargs, "--chat-template-kwargs"),
-        )
-
-    def check_samples(self) -> None:
-        """Several samples need a temperature above 0 (greedy ones are copies)."""
-        if self.samples > 1 and self.temperature <= 0:
-            raise OptionError(
-                option="--samples",
-                value=self.samples,
-                allowed="1 at temperature 0: greedy samples are copies of one another, so their "
-                "agreement would always be 1",
-                hint="pass --temperature above 0 (e.g. --temperature 0.7) with --samples",
-            )
-
-
-@dataclass(frozen=True)
-class Serving:
-    """Where and how the judge is asked."""
-
-    base_urls: tuple[str, ...] = ()
-    """The servers (``--base-url``, repeatable)."""
-    model: str | None = None
-    """The model (``--model``; default: the one the server serves)."""
-    concurrency: int = 16
-    """Requests in flight (``--concurrency``)."""
-    timeout: float = 60.0
-    """Seconds one read may take (``--timeout``)."""
-    deadline: float = 300.0
-    """Seconds one whole request may take (``--deadline``)."""
-    max_retries: int = 3
-    """Retries on 5xx and timeouts (``--max-retries``)."""
-    engine_args: dict[str, Any] = field(default_factory=dict)
-    """vllm engine settings (``--engine-arg``)."""
-    batch_invariant: bool = False
-    """The server runs batch-invariant, as the user declares (``--batch-invariant``)."""
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        base_urls: list[str] | None,
-        model: str | None,
-        concurrency: int,
-        timeout: float = 60.0,
-        deadline: float = 300.0,
-        max_retries: int = 3,
-        engine_arg: list[str] | None = None,
-        batch_invariant: bool = False,
-    ) -> Serving:
-        """From the command's options, checked (before any connection)."""
-        if timeout <= 0:
-            raise OptionError(
-                option="--timeout", value=timeout, allowed="a positive number of seconds"
-            )
-        if deadline <= 0:
-            raise OptionError(
-                option="--deadline", value=deadline, allowed="a positive number of seconds"
-            )
-        check_base_urls(base_urls)
-        return cls(
-            base_urls=tuple(base_urls or ()),
-            model=model,
-            concurrency=concurrency,
-            timeout=timeout,
-            deadline=deadline,
-            max_retries=max_retries,
-            engine_args=engine_args(engine_arg or []),
-            batch_invariant=batch_invariant,
-        )
+    try:
+        return config_type.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error.get("loc", ())) or config_type.__name__
+        message = str(error.get("msg", "not valid"))
+        raise OptionError(
+            option=field, value=error.get("input"), allowed=message[:1].lower() + message[1:]
+        ) from None
 
 
 def judge_config(
-    backend: str, taxonomy: Path | None, asking: Asking, serving: Serving
+    backend: str,
+    taxonomy: Path | None,
+    *,
+    base_urls: list[str] | None = None,
+    engine_arg: list[str] | None = None,
+    chat_template_kwargs: str | None = None,
+    **fields: Any,
 ) -> JudgeConfig:
-    """The one ``JudgeConfig`` of a command."""
+    """The one ``JudgeConfig`` of a command, checked before any connection: the options
+    that are the config's fields as they are (``fields``), and those the CLI spells its own
+    way (repeated ``--base-url``, ``--engine-arg KEY=VALUE``, ``--chat-template-kwargs``
+    as JSON, ``--taxonomy`` as a path)."""
     from misstep.judge import JudgeConfig
 
-    urls = serving.base_urls
-    return JudgeConfig(
+    check_base_urls(base_urls)
+    check_reasoning_effort(fields.get("reasoning_effort"))
+    urls = list(base_urls or ())
+    return bind(
+        JudgeConfig,
         backend=backend,
-        model=serving.model,
         base_url=urls[0] if urls else None,
-        extra_base_urls=list(urls[1:]),
+        extra_base_urls=urls[1:],
         taxonomy_path=str(taxonomy) if taxonomy is not None else None,
-        timeout_s=serving.timeout,
-        deadline_s=serving.deadline,
-        max_retries=serving.max_retries,
-        concurrency=serving.concurrency,
-        samples=asking.samples,
-        seed=asking.seed,
-        max_trace_tokens=asking.max_trace_tokens,
-        temperature=asking.temperature,
-        max_tokens=asking.max_tokens,
-        reasoning_effort=asking.reasoning_effort,
-        chat_template_kwargs=asking.chat_template_kwargs,
-        engine_args=serving.engine_args,
-        batch_invariant=serving.batch_invariant,
+        engine_args=engine_args(engine_arg or []),
+        chat_template_kwargs=json_object(chat_template_kwargs, "--chat-template-kwargs"),
+        **fields,
     )
 
 

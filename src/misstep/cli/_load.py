@@ -11,10 +11,10 @@ from misstep.cli._errors import err_console, quote
 from misstep.cli._options import LabelSource, Reading, check_input
 
 if TYPE_CHECKING:
-    from misstep.agreement import Estimator, LabelledRun
+    from misstep.agreement import AnalysisConfig, LabelledRun
     from misstep.rollouts import GradedRun
 
-__all__ = ["check_estimator", "load_input", "load_run"]
+__all__ = ["load_input", "load_run"]
 
 
 def load_run(traces: Path, reading: Reading) -> GradedRun:
@@ -82,17 +82,28 @@ def load_run(traces: Path, reading: Reading) -> GradedRun:
             err_console.print("no invalid rows")
     source = "read from the cache" if run.from_cache else "graded"
     err_console.print(f"{len(run.table):,} traces {source}", markup=False)
+    if reading.regrade:
+        _compare_with_harness(run)
     return run
 
 
-def check_estimator(estimator: str) -> Estimator:
-    """``--estimator`` is one of ``misstep.agreement.ESTIMATORS``."""
-    from misstep.agreement import ESTIMATORS
-    from misstep.errors import OptionError
-
-    if estimator not in ESTIMATORS:
-        raise OptionError(option="--estimator", value=estimator, allowed=", ".join(ESTIMATORS))
-    return estimator  # type: ignore[return-value]  # one of ESTIMATORS, checked above
+def _compare_with_harness(run: GradedRun) -> None:
+    """With ``--regrade``: how misstep's own grade compares with the grade the rows carried
+    (a harness's, verl's score), on the rows that carried one."""
+    table = run.table
+    carried = table["harness_correct"].notna()
+    n = int(carried.sum())
+    if not n:
+        return
+    theirs = table.loc[carried, "harness_correct"].astype(bool)
+    mine = table.loc[carried, "correct"].astype(bool)
+    differ = int((theirs != mine).sum())
+    err_console.print(
+        f"misstep's grade differs from the harness's on {differ} of {n} traces "
+        f"({mine.mean():.1%} correct by misstep, {theirs.mean():.1%} by the harness; the "
+        "graded table's harness_correct and harness_answer keep the harness's)",
+        markup=False,
+    )
 
 
 def load_input(
@@ -100,31 +111,25 @@ def load_input(
     reading: Reading,
     source: LabelSource,
     *,
-    seed: int = 0,
+    analysis: AnalysisConfig | None = None,
     full: bool = False,
-    estimator: str = "ppi",
-    simultaneous: bool = False,
 ) -> tuple[GradedRun, LabelledRun]:
     """An analysis command's input: the graded table of ``traces`` (``load_run``) and its
     label run (labels of one judge checked against the input, the run's taxonomy, people's
-    labels); the options are checked before a single trace is read. ``full``, ``seed``,
-    ``estimator`` and ``simultaneous`` go to ``load_labelled_run``."""
-    chosen = check_estimator(estimator)
+    labels); the options are checked before a single trace is read. ``full`` and
+    ``analysis`` (the command's ``AnalysisConfig``, from ``cli._analysis.analysis_config``)
+    go to ``load_labelled_run``."""
     source = source.checked()
     run = load_run(traces, reading)
-    return run, _labelled(
-        source, run, seed=seed, full=full, estimator=chosen, simultaneous=simultaneous
-    )
+    return run, _labelled(source, run, full=full, analysis=analysis)
 
 
 def _labelled(
     source: LabelSource,
     run: GradedRun,
     *,
-    seed: int,
     full: bool,
-    estimator: Estimator,
-    simultaneous: bool,
+    analysis: AnalysisConfig | None,
 ) -> LabelledRun:
     """Load the run's labels, taxonomy and people's labels; say what was left out and which
     people's label files were read."""
@@ -138,9 +143,7 @@ def _labelled(
         taxonomy=source.taxonomy,
         allow_other_input=source.other_input,
         full=full,
-        seed=seed,
-        estimator=estimator,
-        simultaneous=simultaneous,
+        config=analysis,
     )
     if labelled.outside:
         err_console.print(

@@ -1,23 +1,43 @@
-"""Options shared by every command, declared once; and the checks every command runs on its
-options and files before it reads a single trace.
+"""Options shared by every command, declared once, and the one place commands import them
+from: the reading options (``cli/_reading.py``) and the checks on options and files
+(``cli/_checks.py``) are re-exported here.
 
 Nothing heavy is imported here: ``misstep --help`` loads this module and must stay fast.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from misstep.errors import InputFormatError, OptionError, OutputError
+from misstep.cli._checks import (
+    REASONING_EFFORTS,
+    check_base_urls,
+    check_input,
+    check_output_file,
+    check_reasoning_effort,
+    label_run,
+    parse_annotators,
+    parse_ks,
+    parse_strata,
+)
+from misstep.cli._reading import (
+    READING,
+    InputFormat,
+    InputFormatOpt,
+    MapOpt,
+    NoCacheOpt,
+    PathFieldsOpt,
+    Reading,
+    RegradeOpt,
+    SkipInvalidOpt,
+    input_format_value,
+    reads_traces,
+)
 
 __all__ = [
     "READING",
@@ -26,7 +46,6 @@ __all__ = [
     "BaseUrlsOpt",
     "ByOpt",
     "ChatTemplateKwargsOpt",
-    "EstimatorOpt",
     "GroupBy",
     "HumanOpt",
     "InputFormat",
@@ -37,15 +56,16 @@ __all__ = [
     "LabelSource",
     "LabelSubsetOpt",
     "LabelsOpt",
+    "MapOpt",
     "MaxTokensOpt",
     "ModelOpt",
     "NoCacheOpt",
+    "PathFieldsOpt",
     "Reading",
     "ReasoningEffortOpt",
     "RegradeOpt",
     "RunTaxonomyOpt",
     "SeedOpt",
-    "SimultaneousOpt",
     "SkipInvalidOpt",
     "TableFormat",
     "TaxonomyOpt",
@@ -58,19 +78,11 @@ __all__ = [
     "check_reasoning_effort",
     "input_format_value",
     "label_run",
+    "parse_annotators",
     "parse_ks",
+    "parse_strata",
     "reads_traces",
 ]
-
-
-class InputFormat(StrEnum):
-    """``--input-format``: how to read the traces (inferred from the path when left out)."""
-
-    jsonl = "jsonl"
-    parquet = "parquet"
-    csv = "csv"
-    hf = "hf"
-    verl = "verl"
 
 
 class TableFormat(StrEnum):
@@ -97,33 +109,9 @@ class GroupBy(StrEnum):
 TracesArg = Annotated[
     Path,
     typer.Argument(
-        metavar="TRACES", help="Rollouts: a JSONL(.gz), Parquet or CSV file, or a directory."
-    ),
-]
-InputFormatOpt = Annotated[
-    InputFormat | None,
-    typer.Option("--input-format", help="How to read the traces; inferred from the path."),
-]
-RegradeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--regrade", metavar="", help="Grade against gold_answer even where rows carry `correct`."
-    ),
-]
-SkipInvalidOpt = Annotated[
-    bool,
-    typer.Option(
-        "--skip-invalid",
-        metavar="",
-        help="Write invalid rows to a rejects file (its path is printed) instead of stopping.",
-    ),
-]
-NoCacheOpt = Annotated[
-    bool,
-    typer.Option(
-        "--no-cache",
-        metavar="",
-        help="Grade again instead of reading the cached graded table, and keep none.",
+        metavar="TRACES",
+        help="Rollouts: a JSONL(.gz), Parquet, CSV or Inspect .eval file, or a directory of "
+        "them (a harness's output folder, a verl dump, a datasets folder).",
     ),
 ]
 LabelsOpt = Annotated[
@@ -149,7 +137,6 @@ MaxTokensOpt = Annotated[
         help="Longest judge reply in tokens (reasoning included, for reasoning models).",
     ),
 ]
-REASONING_EFFORTS = ("low", "medium", "high")
 ReasoningEffortOpt = Annotated[
     str | None,
     typer.Option(
@@ -212,26 +199,6 @@ HumanOpt = Annotated[
         "export); repeatable.",
     ),
 ]
-EstimatorOpt = Annotated[
-    str,
-    typer.Option(
-        "--estimator",
-        metavar="NAME",
-        help="How people's labels correct the judge's error-type shares: ppi (per checkpoint, "
-        "from its own human labels; valid when the judge drifts) or pooled (one confusion "
-        "matrix over all checkpoints, inverted; assumes the judge errs the same way at every "
-        "checkpoint, and tests it). See docs/validation.md.",
-    ),
-]
-SimultaneousOpt = Annotated[
-    bool,
-    typer.Option(
-        "--simultaneous",
-        metavar="",
-        help="Also give intervals that hold for every type of a checkpoint at once "
-        "(ppi: Gaussian max-|z| band; pooled: Bonferroni).",
-    ),
-]
 ByOpt = Annotated[
     GroupBy | None,
     typer.Option(
@@ -262,81 +229,6 @@ RunTaxonomyOpt = Annotated[
         help="Taxonomy YAML the label run was made with; default: the one its manifest records.",
     ),
 ]
-
-
-def input_format_value(value: InputFormat | None) -> str | None:
-    """The reader's name for the option's value."""
-    return value.value if value is not None else None
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How a command reads and grades its traces: ``--input-format``, ``--regrade``,
-    ``--skip-invalid`` and ``--no-cache`` (``InputFormatOpt``, ``RegradeOpt``,
-    ``SkipInvalidOpt``, ``NoCacheOpt``), taken whole by ``cli._load.load_run``."""
-
-    input_format: InputFormat | None = None
-    regrade: bool = False
-    skip_invalid: bool = False
-    no_cache: bool = False
-
-    @property
-    def format_name(self) -> str | None:
-        """The reader's name for ``--input-format`` (None: inferred from the path)."""
-        return input_format_value(self.input_format)
-
-    @property
-    def cache(self) -> bool:
-        """Read and keep the cached graded table."""
-        return not self.no_cache
-
-    def run_fields(self) -> dict[str, Any]:
-        """The same settings as the reading fields of ``misstep.labels.RunOptions``."""
-        return {
-            "input_format": self.format_name,
-            "regrade": self.regrade,
-            "skip_invalid": self.skip_invalid,
-            "cache": self.cache,
-        }
-
-
-READING = Reading()
-"""The reading options' defaults: ``reading: Reading = READING`` in a ``reads_traces`` command."""
-
-
-def reads_traces(command: Callable[..., None]) -> Callable[..., None]:
-    """A command that takes ``reading: Reading`` gets the four reading options in its place:
-    its signature (what typer reads) lists ``--input-format``, ``--regrade``,
-    ``--skip-invalid`` and ``--no-cache`` there, declared once here, and the call packs them
-    into one ``Reading``."""
-    signature = inspect.signature(command, eval_str=True)
-    declared = {
-        "input_format": InputFormatOpt,
-        "regrade": RegradeOpt,
-        "skip_invalid": SkipInvalidOpt,
-        "no_cache": NoCacheOpt,
-    }
-    params: list[inspect.Parameter] = []
-    for param in signature.parameters.values():
-        if param.name != "reading":
-            params.append(param)
-            continue
-        default = param.default if isinstance(param.default, Reading) else READING
-        params += [
-            param.replace(
-                name=f.name, annotation=declared[f.name], default=getattr(default, f.name)
-            )
-            for f in fields(Reading)
-        ]
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        reading = Reading(**{name: kwargs.pop(name) for name in declared})
-        command(*args, reading=reading, **kwargs)
-
-    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapper
 
 
 @dataclass(frozen=True)
@@ -377,113 +269,3 @@ class LabelSource:
             self.taxonomy,
             self.other_input,
         )
-
-
-def parse_ks(text: str | None) -> list[int] | None:
-    """``--k``: sorted distinct integers >= 1, or None for the default (what the data allow)."""
-    if text is None:
-        return None
-    try:
-        ks = sorted({int(x) for x in text.split(",") if x.strip()})
-    except ValueError:
-        raise OptionError(
-            option="--k", value=text, allowed="comma-separated integers, e.g. 1,4,16"
-        ) from None
-    if not ks or ks[0] < 1:
-        raise OptionError(option="--k", value=text, allowed="integers >= 1, e.g. 1,4,16")
-    return ks
-
-
-def parse_strata(stratify: str) -> list[str]:
-    """The ``--stratify`` fields, each one a sample can be stratified by."""
-    from misstep.agreement import STRATA_FIELDS
-
-    fields = [f.strip() for f in stratify.split(",") if f.strip()]
-    if any(f not in STRATA_FIELDS for f in fields):
-        raise OptionError(
-            option="--stratify", value=stratify, allowed="names among " + ", ".join(STRATA_FIELDS)
-        )
-    return fields
-
-
-def check_input(path: Path, what: str = "input") -> None:
-    """An input file or directory that exists and can be read."""
-    if not path.exists():
-        raise InputFormatError(path=path, reason=f"{what}: no such file or directory")
-    if not os.access(path, os.R_OK):
-        raise InputFormatError(path=path, reason=f"{what}: not readable")
-
-
-def label_run(path: Path, option: str = "--labels") -> Path:
-    """The label run that ``option`` names: ``path`` itself when it is a labels.jsonl or a run
-    directory (one holding labels.jsonl), else the one run directory inside ``path`` (the demo's
-    ``demo-run`` -> ``demo-run/labels``). Several inside, or none: an error naming what to give.
-    """
-    from misstep.errors import LabelStoreError
-
-    check_input(path, option)
-    if not path.is_dir() or (path / "labels.jsonl").exists():
-        return path
-    found = sorted(p.parent for p in path.glob("*/labels.jsonl"))
-    if len(found) == 1:
-        return found[0]
-    if found:
-        names = ", ".join(str(p) for p in found)
-        raise LabelStoreError(
-            path=path,
-            reason=f"holds {len(found)} label runs: {names}",
-            hint=f"pass one of them as {option}",
-        )
-    raise LabelStoreError(
-        path=path,
-        reason="not a label run: no labels.jsonl in it or in a folder inside it",
-        hint=f"pass the run directory of `misstep label` (--out) as {option}, "
-        "or run `misstep label` first",
-    )
-
-
-def check_output_file(path: Path, option: str) -> None:
-    """A file the command will write: not a directory, in a directory that exists (or can be
-    made) and is writable. Checked before any work, so a bad path costs nothing."""
-    if path.is_dir():
-        raise OutputError(path=path, reason=f"{option} is a directory, not a file")
-    parent = path.parent
-    probe = parent
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise OutputError(path=path, reason=f"{option}: {probe} is not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise OutputError(path=path, reason=f"{option}: cannot write in {probe}")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OutputError(path=path, reason=f"{option}: the file is not writable")
-
-
-def check_reasoning_effort(value: str | None) -> None:
-    """``--reasoning-effort`` is one of low, medium, high (checked before any connection)."""
-    if value is not None and value not in REASONING_EFFORTS:
-        raise OptionError(
-            option="--reasoning-effort",
-            value=value,
-            allowed="one of " + ", ".join(REASONING_EFFORTS),
-        )
-
-
-def check_base_urls(urls: list[str] | None) -> None:
-    """Every ``--base-url`` is an http(s) URL with a host (checked before any connection)."""
-    from urllib.parse import urlsplit
-
-    for url in urls or []:
-        try:
-            parts = urlsplit(url)
-            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-            parts.port  # noqa: B018 - raises ValueError on a bad port
-        except ValueError:
-            ok = False
-        if not ok:
-            raise OptionError(
-                option="--base-url",
-                value=url,
-                allowed="an http(s) URL of an OpenAI-compatible server, e.g. "
-                "http://127.0.0.1:8000/v1",
-            )

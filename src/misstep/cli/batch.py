@@ -10,12 +10,10 @@ import typer
 
 from misstep.cli._errors import err_console, handles_errors, quote
 from misstep.cli._judge_options import (
-    Asking,
     IncludeCorrectOpt,
     LimitOpt,
     MaxTraceTokensOpt,
     SamplesOpt,
-    Serving,
     check_run_dir,
     judge_config,
 )
@@ -23,8 +21,10 @@ from misstep.cli._options import (
     AddJudgeOpt,
     ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     ReasoningEffortOpt,
     RegradeOpt,
@@ -34,6 +34,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
 )
+from misstep.defaults import JudgeDefaults as J
 
 
 @handles_errors
@@ -48,11 +49,11 @@ def export_requests(
         typer.Option("--model", metavar="NAME", help="The model vllm run-batch will serve."),
     ],
     taxonomy: TaxonomyOpt = None,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 1024,
-    samples: SamplesOpt = 1,
-    seed: SeedOpt = 0,
-    max_trace_tokens: MaxTraceTokensOpt = 6000,
+    temperature: TemperatureOpt = J.temperature,
+    max_tokens: MaxTokensOpt = J.max_tokens,
+    samples: SamplesOpt = J.samples,
+    seed: SeedOpt = J.seed,
+    max_trace_tokens: MaxTraceTokensOpt = J.max_trace_tokens,
     reasoning_effort: ReasoningEffortOpt = None,
     chat_template_kwargs: ChatTemplateKwargsOpt = None,
     include_correct: IncludeCorrectOpt = False,
@@ -61,36 +62,37 @@ def export_requests(
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     add_judge: AddJudgeOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """Write the judge requests as RUN_DIR/requests.jsonl for `vllm run-batch`."""
-    from misstep.labels import RunOptions
+    from misstep.labels import RunDir, RunOptions
     from misstep.pipelines import REPLIES_HINT
     from misstep.pipelines import export_requests as export
     from misstep.taxonomy import load_taxonomy
 
     check_input(traces, "traces")
     check_run_dir(out)
-    asking = Asking.build(
-        temperature=temperature,
-        max_tokens=max_tokens,
-        samples=samples,
-        seed=seed,
-        max_trace_tokens=max_trace_tokens,
-        reasoning_effort=reasoning_effort,
-        chat_template_kwargs=chat_template_kwargs,
+    reading = Reading(
+        input_format, regrade, no_cache=no_cache, path_fields=path_fields, column_map=column_map
     )
+    reading.spec()
+    config = judge_config(
+        "batch", taxonomy, chat_template_kwargs=chat_template_kwargs, model=model,
+        temperature=temperature, max_tokens=max_tokens, samples=samples, seed=seed,
+        max_trace_tokens=max_trace_tokens, reasoning_effort=reasoning_effort,
+    )  # fmt: skip
     options = RunOptions(
         include_correct=include_correct,
         limit=limit,
         add_judge=add_judge,
-        **Reading(input_format, regrade, no_cache=no_cache).run_fields(),
+        **reading.run_fields(),
     )
-    config = judge_config("batch", taxonomy, asking, Serving(model=model))
     summary = export(traces, out, config, taxonomy=load_taxonomy(taxonomy), options=options)
     err_console.print(
-        f"wrote {summary.requests} request(s) to {quote(out / 'requests.jsonl')} (and "
-        f"requests.parquet); {summary.skipped} trace(s) not judged, {summary.already_ok} "
-        f"already labelled by {summary.judge}"
+        f"wrote {summary.requests} request(s) to {quote(RunDir(out).requests)} (and "
+        f"{RunDir(out).requests_parquet.name}); {summary.skipped} trace(s) not judged, "
+        f"{summary.already_ok} already labelled by {summary.judge}"
         + (
             f"; {summary.retries} of the requests retry a cut or broken reply"
             if summary.retries

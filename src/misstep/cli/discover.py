@@ -17,6 +17,7 @@ from misstep.cli._errors import (
     stage_progress,
     writing,
 )
+from misstep.cli._judge_options import bind
 from misstep.cli._options import (
     JudgeIdOpt,
     MaxTokensOpt,
@@ -28,6 +29,8 @@ from misstep.cli._options import (
     check_input,
     label_run,
 )
+from misstep.defaults import DiscoverDefaults as D
+from misstep.defaults import JudgeDefaults as J
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -244,18 +247,18 @@ def discover(
     taxonomy: RunTaxonomyOpt = None,
     judge_id: JudgeIdOpt = None,
     embedding: _EmbeddingOpt = EmbeddingChoice.wordllama,
-    k_max: _KMaxOpt = 15,
-    seeds: _SeedsOpt = 3,
-    min_share: _MinShareOpt = 0.05,
-    max_share: _MaxShareOpt = 0.75,
+    k_max: _KMaxOpt = D.k_max,
+    seeds: _SeedsOpt = D.seeds,
+    min_share: _MinShareOpt = D.min_share,
+    max_share: _MaxShareOpt = D.max_share,
     judge: _JudgeOpt = None,
     base_url: _BaseUrlOpt = None,
     model: ModelOpt = None,
-    max_tokens: MaxTokensOpt = 1024,
-    rounds: _RoundsOpt = 2,
-    sample: _SampleOpt = 40,
-    concurrency: _ConcurrencyOpt = 8,
-    seed: SeedOpt = 0,
+    max_tokens: MaxTokensOpt = J.max_tokens,
+    rounds: _RoundsOpt = D.rounds,
+    sample: _SampleOpt = D.sample,
+    concurrency: _ConcurrencyOpt = D.concurrency,
+    seed: SeedOpt = D.seed,
     output: _OutputOpt = TextFormat.text,
 ) -> None:
     """Propose the error types the taxonomy misses: cluster the judge's explanations (of
@@ -276,14 +279,10 @@ def discover(
     from misstep.discover import discover as run_discover
 
     _check_options(labels, texts, out, judge, base_url)
-    config = DiscoverConfig(
-        embedding=embedding.value,
-        k_max=k_max,
-        seed=seed,
-        seeds=seeds,
-        min_share=min_share,
-        max_share=max_share,
-    )
+    config = bind(
+        DiscoverConfig, embedding=embedding.value, k_max=k_max, seed=seed, seeds=seeds,
+        min_share=min_share, max_share=max_share,
+    )  # fmt: skip
     if labels is not None:
         from misstep.agreement import run_taxonomy
 
@@ -312,16 +311,10 @@ def discover(
                 items, config, source=source, taken_keys=base.keys, on_stage=on_stage
             )
         else:
-            assert base_url is not None  # checked above
-            settings = JudgeDiscoverSettings(
-                base_url=base_url,
-                model=model,
-                max_tokens=max_tokens,
-                concurrency=concurrency,
-                seed=seed,
-                sample=sample,
-                rounds=rounds,
-            )
+            settings = bind(
+                JudgeDiscoverSettings, base_url=base_url, model=model, max_tokens=max_tokens,
+                concurrency=concurrency, seed=seed, sample=sample, rounds=rounds,
+            )  # fmt: skip
             result = discover_with_judge(
                 items, settings, config, source=source, taken_keys=base.keys, on_stage=on_stage
             )

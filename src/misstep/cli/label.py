@@ -12,7 +12,6 @@ import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, quote
 from misstep.cli._judge_options import (
-    Asking,
     BatchInvariantOpt,
     ConcurrencyOpt,
     DeadlineOpt,
@@ -25,7 +24,6 @@ from misstep.cli._judge_options import (
     PilotOpt,
     RejectsOpt,
     SamplesOpt,
-    Serving,
     TimeoutOpt,
     check_run_dir,
     judge_config,
@@ -35,9 +33,11 @@ from misstep.cli._options import (
     BaseUrlsOpt,
     ChatTemplateKwargsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     ReasoningEffortOpt,
     RegradeOpt,
@@ -47,6 +47,7 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
 )
+from misstep.defaults import JudgeDefaults as J
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -144,17 +145,17 @@ def label(
             metavar="NAME",
             help="Judge backend: rules (no model), openai (a server) or vllm.",
         ),
-    ] = "rules",
+    ] = J.backend,
     base_url: BaseUrlsOpt = None,
     model: ModelOpt = None,
     taxonomy: TaxonomyOpt = None,
-    concurrency: ConcurrencyOpt = 16,
-    timeout: TimeoutOpt = 60.0,
-    deadline: DeadlineOpt = 300.0,
-    max_retries: MaxRetriesOpt = 3,
-    samples: SamplesOpt = 1,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 1024,
+    concurrency: ConcurrencyOpt = J.concurrency,
+    timeout: TimeoutOpt = J.timeout_s,
+    deadline: DeadlineOpt = J.deadline_s,
+    max_retries: MaxRetriesOpt = J.max_retries,
+    samples: SamplesOpt = J.samples,
+    temperature: TemperatureOpt = J.temperature,
+    max_tokens: MaxTokensOpt = J.max_tokens,
     reasoning_effort: ReasoningEffortOpt = None,
     chat_template_kwargs: ChatTemplateKwargsOpt = None,
     engine_arg: EngineArgOpt = None,
@@ -171,16 +172,18 @@ def label(
         ),
     ] = None,
     add_judge: AddJudgeOpt = False,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = J.seed,
     include_correct: IncludeCorrectOpt = False,
     limit: LimitOpt = None,
     per_checkpoint: PerCheckpointOpt = None,
     pilot: PilotOpt = None,
-    max_trace_tokens: MaxTraceTokensOpt = 6000,
+    max_trace_tokens: MaxTraceTokensOpt = J.max_trace_tokens,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
     skip_invalid: RejectsOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
 ) -> None:
     """Label every wrong trace with its first error: type, step and quote. Re-run to resume."""
     from misstep.judge import available_judges
@@ -189,44 +192,27 @@ def label(
 
     check_input(traces, "traces")
     check_run_dir(out)
-    # Every option is checked and built once, before any connection, then passed whole.
-    serving = Serving.build(
-        base_urls=base_url,
-        model=model,
-        concurrency=concurrency,
-        timeout=timeout,
-        deadline=deadline,
-        max_retries=max_retries,
-        engine_arg=engine_arg,
-        batch_invariant=batch_invariant,
-    )
+    reading = Reading(input_format, regrade, skip_invalid, no_cache, path_fields, column_map)
     if judge not in available_judges():
         raise OptionError(
             option="--judge", value=judge, allowed="one of " + ", ".join(available_judges())
         )
-    if per_checkpoint is not None and pilot is not None:
-        raise OptionError(
-            option="--pilot", value=pilot, allowed="either --per-checkpoint or --pilot, not both"
-        )
-    asking = Asking.build(
-        temperature=temperature,
-        max_tokens=max_tokens,
-        samples=samples,
-        seed=seed,
-        max_trace_tokens=max_trace_tokens,
-        reasoning_effort=reasoning_effort,
-        chat_template_kwargs=chat_template_kwargs,
-    )
-    asking.check_samples()
+    # Every option is checked and bound once, before any connection, then passed whole.
+    config = judge_config(
+        judge, taxonomy, base_urls=base_url, engine_arg=engine_arg,
+        chat_template_kwargs=chat_template_kwargs, model=model, concurrency=concurrency,
+        timeout_s=timeout, deadline_s=deadline, max_retries=max_retries, samples=samples,
+        temperature=temperature, max_tokens=max_tokens, reasoning_effort=reasoning_effort,
+        batch_invariant=batch_invariant, seed=seed, max_trace_tokens=max_trace_tokens,
+    )  # fmt: skip
     options = RunOptions(
         include_correct=include_correct,
         limit=limit,
         per_checkpoint=per_checkpoint,
         pilot=pilot,
         add_judge=add_judge,
-        **Reading(input_format, regrade, skip_invalid, no_cache).run_fields(),
+        **reading.run_fields(),
     )
-    config = judge_config(judge, taxonomy, asking, serving)
     tax = load_taxonomy(taxonomy)
     if ray_actors is not None:
         _label_on_ray(traces, out, config, tax, options, actors=ray_actors)
@@ -273,6 +259,7 @@ def _label_live(
 ) -> None:
     """``misstep label`` without Ray: the live path, with a progress bar."""
     from misstep.judge import create_judge
+    from misstep.labels import RunDir
     from misstep.pipelines import LabelProgress, run_labeling
 
     # Build (and probe) the judge before the progress bar: a dead server fails at once.
@@ -292,7 +279,7 @@ def _label_live(
         finish(final_state, summary.traces)
     _print_summary(err_console, summary, taxonomy)
     if summary.rejected:
-        rejects = quote(Path(summary.run_dir) / "rejects.jsonl")
+        rejects = quote(RunDir(Path(summary.run_dir)).rejects)
         err_console.print(f"{summary.rejected} invalid row(s) written to {rejects}")
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from misstep.cli._analysis import DEFAULT_ESTIMATOR, EstimatorOpt, SimultaneousOpt, analysis_config
 from misstep.cli._errors import (
     data,
     err_console,
@@ -20,7 +21,6 @@ from misstep.cli._errors import (
 from misstep.cli._load import load_input
 from misstep.cli._options import (
     READING,
-    EstimatorOpt,
     GroupBy,
     HumanOpt,
     JudgeIdOpt,
@@ -31,7 +31,6 @@ from misstep.cli._options import (
     Reading,
     RunTaxonomyOpt,
     SeedOpt,
-    SimultaneousOpt,
     TextFormat,
     TracesArg,
     check_input,
@@ -41,6 +40,7 @@ from misstep.cli._options import (
 )
 
 if TYPE_CHECKING:
+    from misstep.agreement import AnalysisConfig
     from misstep.link import LinkResult
     from misstep.pipelines import RunAnalysis
 
@@ -59,26 +59,17 @@ def _analyse(
     *,
     train_metrics: Path | None,
     k: str | None,
-    seed: int,
     by: GroupBy | None,
-    estimator: str,
-    simultaneous: bool,
+    analysis: AnalysisConfig,
 ) -> RunAnalysis:
     ks = parse_ks(k)  # None: what the samples allow (metrics.default_ks)
     if train_metrics is not None:
         check_input(train_metrics, "--train-metrics")
-    run, labelled = load_input(
-        traces,
-        reading,
-        source,
-        seed=seed,
-        full=True,
-        estimator=estimator,
-        simultaneous=simultaneous,
-    )
-    from misstep.link import LINK_STAGES
+    run, labelled = load_input(traces, reading, source, analysis=analysis, full=True)
+    from misstep.link import LINK_STAGES, read_train_metrics
     from misstep.pipelines import analyse_run
 
+    steps = None if train_metrics is None else read_train_metrics(train_metrics)
     analyses = 1 + (run.table["dataset"].nunique() if by is GroupBy.dataset else 0)
     with stage_progress("linking") as progress:
         task = progress.add_task("", total=LINK_STAGES * analyses)
@@ -87,12 +78,10 @@ def _analyse(
             progress.update(task, advance=1, description=name)
 
         return analyse_run(
-            run,
             labelled,
-            train_metrics=train_metrics,
             ks=ks,
-            seed=seed,
-            by=by.value if by is not None else None,
+            train_metrics=steps,
+            by_dataset=by is GroupBy.dataset,
             on_stage=on_stage,
         )
 
@@ -238,7 +227,7 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
-        estimator: EstimatorOpt = "ppi",
+        estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
         simultaneous: SimultaneousOpt = False,
         by: Annotated[
             GroupBy | None,
@@ -256,10 +245,8 @@ def register(app: typer.Typer) -> None:
             LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input),
             train_metrics=train_metrics,
             k=k,
-            seed=seed,
             by=by,
-            estimator=estimator,
-            simultaneous=simultaneous,
+            analysis=analysis_config(seed=seed, estimator=estimator, simultaneous=simultaneous),
         )
         result = analysis.result
         if fmt is TextFormat.json:
@@ -288,7 +275,7 @@ def register(app: typer.Typer) -> None:
         judge_id: JudgeIdOpt = None,
         taxonomy: RunTaxonomyOpt = None,
         seed: SeedOpt = 0,
-        estimator: EstimatorOpt = "ppi",
+        estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
         simultaneous: SimultaneousOpt = False,
         by: Annotated[
             GroupBy | None,
@@ -307,10 +294,8 @@ def register(app: typer.Typer) -> None:
             LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input),
             train_metrics=train_metrics,
             k=k,
-            seed=seed,
             by=by,
-            estimator=estimator,
-            simultaneous=simultaneous,
+            analysis=analysis_config(seed=seed, estimator=estimator, simultaneous=simultaneous),
         )
         from misstep.pipelines import write_run_report
 

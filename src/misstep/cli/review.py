@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from misstep.cli._analysis import analysis_config
 from misstep.cli._errors import err_console, handles_errors
 from misstep.cli._load import load_input
 from misstep.cli._options import (
@@ -29,7 +31,7 @@ from misstep.errors import OptionError
 
 if TYPE_CHECKING:
     from misstep.agreement import LabelledRun
-    from misstep.review import ReviewData, ReviewServer
+    from misstep.review import Grant, ReviewData, ReviewServer
     from misstep.rollouts import GradedRun
 
 AnnotatorOpt = Annotated[
@@ -37,8 +39,29 @@ AnnotatorOpt = Annotated[
     typer.Option(
         "--annotator",
         metavar="NAME",
-        help="Default annotator name for labels made here (letters, digits, ._@+-); "
-        "each person can also set theirs in the page.",
+        help="Default annotator name for labels made with the shared URL (letters, digits, "
+        "._@+-); each person can also set theirs in the page (self-declared: see "
+        "--annotators).",
+    ),
+]
+AnnotatorsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--annotators",
+        metavar="NAMES",
+        help="Comma-separated people: one URL each (stdout, in this order), its token bound "
+        "to its person, who reads and writes only their own labels. Without it one shared "
+        "URL, whose users type their names.",
+    ),
+]
+AdjudicatorsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--adjudicators",
+        metavar="NAMES",
+        help="Comma-separated adjudicators: one URL each (after the annotators'), the only "
+        "tokens that reach /adjudicate (implies --adjudicate; without it --adjudicate "
+        "prints one shared adjudicator URL).",
     ),
 ]
 BlindOpt = Annotated[
@@ -83,16 +106,19 @@ AdjudicateOpt = Annotated[
     bool,
     typer.Option(
         "--adjudicate",
-        help="Also serve /adjudicate: the traces where people disagree, their labels side by "
-        "side, and a decision stored with role adjudicator (summary, link, report and the "
-        "corrected distributions then use it; agree does not).",
+        help="Also serve /adjudicate, to the adjudicator's URL only (printed after the "
+        "annotators'): the traces where people disagree, their labels side by side, and a "
+        "decision stored with role adjudicator (summary, link, report and the corrected "
+        "distributions then use it; agree does not).",
     ),
 ]
 WithJudgeOpt = Annotated[
     bool,
     typer.Option(
         "--with-judge",
-        help="With --adjudicate: also list traces where a person disagrees with the judge.",
+        help="With --adjudicate: also list traces where a person disagrees with the judge "
+        "(with --blind: recorded as revealed to the adjudicator, whose own later labels of "
+        "those traces count as not blind).",
     ),
 ]
 HideNamesOpt = Annotated[
@@ -112,6 +138,8 @@ def register(app: typer.Typer) -> None:
         labels: LabelsOpt,
         human: HumanOpt = None,
         annotator: AnnotatorOpt = None,
+        annotators: AnnotatorsOpt = None,
+        adjudicators: AdjudicatorsOpt = None,
         blind: BlindOpt = False,
         host: HostOpt = "127.0.0.1",
         port: PortOpt = 0,
@@ -130,9 +158,11 @@ def register(app: typer.Typer) -> None:
         """Browse the traces behind the numbers, label them, and adjudicate disagreements,
         in a local web app.
 
-        Prints the URL (its access token after #) as the first line on stdout; scripts send
-        the token as `Authorization: Bearer TOKEN`. Stop with Ctrl-C."""
-        from misstep.review import check_annotator
+        Prints one URL per token on stdout (its access token after #), the first an
+        annotator's; scripts send the token as `Authorization: Bearer TOKEN`. Stop with
+        Ctrl-C."""
+        from misstep.labels import check_annotator
+        from misstep.review import make_grants
 
         source = LabelSource.of(
             labels, judge_id, human, taxonomy, labels_from_other_input
@@ -141,12 +171,20 @@ def register(app: typer.Typer) -> None:
             check_input(task, "--task")
         if annotator is not None:
             check_annotator(annotator, "--annotator")
+        people, judges = _names(annotators), _names(adjudicators)
+        adjudicate = adjudicate or bool(judges)
         if (with_judge or hide_names) and not adjudicate:
             raise OptionError(
                 option="--with-judge/--hide-names", value="given", allowed="with --adjudicate"
             )
+        if annotator is not None and people:
+            raise OptionError(
+                option="--annotator", value=annotator, allowed="not with --annotators"
+            )
+        # Checked before the (slow) load: names, each once.
+        make_grants(annotators=people, adjudicators=judges, adjudicate=adjudicate)
         fields = parse_strata(stratify)
-        run, labelled = load_input(traces, reading, source, seed=seed)
+        run, labelled = load_input(traces, reading, source, analysis=analysis_config(seed=seed))
         data = _load_data(
             traces,
             run,
@@ -164,7 +202,20 @@ def register(app: typer.Typer) -> None:
         )
         from misstep.review import make_server
 
-        _serve(data, make_server(data, host=host, port=port, annotator=annotator), host)
+        server = make_server(
+            data,
+            host=host,
+            port=port,
+            annotator=annotator,
+            annotators=people,
+            adjudicators=judges,
+        )
+        _serve(data, server, host)
+
+
+def _names(text: str | None) -> list[str]:
+    """A comma-separated list of names (blanks dropped)."""
+    return [n.strip() for n in (text or "").split(",") if n.strip()]
 
 
 def _load_data(
@@ -211,6 +262,14 @@ def _load_data(
         return ReviewData(labelled, texts, on_stage=on_stage, **options)
 
 
+def _for_whom(grant: Grant) -> str:
+    if grant.name:
+        return grant.who
+    if grant.adjudicates:
+        return "adjudicators (who type their names)"
+    return "annotators (who type their names)"
+
+
 def _serve(data: ReviewData, server: ReviewServer, host: str) -> None:
     """Print the URLs and serve until Ctrl-C."""
     if not server.loopback:
@@ -220,12 +279,21 @@ def _serve(data: ReviewData, server: ReviewServer, host: str) -> None:
             style="yellow",
             markup=False,
         )
-    # The URL is the first line on stdout (scripts read it); the rest goes to stderr.
-    urls = server.urls()
-    sys.stdout.write(urls[0] + "\n")
+    # One URL per token on stdout, an annotator's first (scripts read the first line); who
+    # each is for, and the rest, go to stderr.
+    sys.stdout.write("".join(server.url_of(g) + "\n" for g in server.grants))
     sys.stdout.flush()
-    for other in urls[1:]:
-        err_console.print(f"from other machines: {other}", markup=False, soft_wrap=True)
+    err_console.print(
+        "URLs on stdout, one per line: " + ", ".join(_for_whom(g) for g in server.grants),
+        markup=False,
+        soft_wrap=True,
+    )
+    if server.wildcard:
+        for g in server.grants:
+            other = server.url_of(g, socket.gethostname())
+            err_console.print(
+                f"from other machines: {other} ({_for_whom(g)})", markup=False, soft_wrap=True
+            )
     err_console.print(
         f"serving {data.n:,} traces and {len(data.label_rows):,} judge labels; queue: "
         f"{len(data.queue):,} traces ({data.queue_source}); people's labels go to "

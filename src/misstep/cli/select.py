@@ -10,19 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from misstep.cli._errors import data, err_console, handles_errors, out_console
-from misstep.cli._judge_options import (
-    Asking,
-    ConcurrencyOpt,
-    Serving,
-    check_run_dir,
-    judge_config,
-)
+from misstep.cli._judge_options import ConcurrencyOpt, check_run_dir, judge_config
 from misstep.cli._options import (
     BaseUrlsOpt,
     InputFormatOpt,
+    MapOpt,
     MaxTokensOpt,
     ModelOpt,
     NoCacheOpt,
+    PathFieldsOpt,
     Reading,
     RegradeOpt,
     SeedOpt,
@@ -32,6 +28,8 @@ from misstep.cli._options import (
     TracesArg,
     check_input,
 )
+from misstep.defaults import JudgeDefaults as J
+from misstep.defaults import SelectDefaults as S
 from misstep.errors import OptionError
 
 if TYPE_CHECKING:
@@ -96,21 +94,23 @@ def select(
     ],
     judge: Annotated[
         str, typer.Option("--judge", metavar="NAME", help="openai: a server of the model.")
-    ] = "openai",
+    ] = S.backend,
     base_url: BaseUrlsOpt = None,
     model: ModelOpt = None,
     max_candidates: Annotated[
         int,
         typer.Option("--max-candidates", metavar="INT", min=2, help="Most frequent answers shown."),
-    ] = 8,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = 2048,
-    concurrency: ConcurrencyOpt = 16,
+    ] = S.max_candidates,
+    temperature: TemperatureOpt = J.temperature,
+    max_tokens: MaxTokensOpt = S.max_tokens,
+    concurrency: ConcurrencyOpt = J.concurrency,
     taxonomy: TaxonomyOpt = None,
-    seed: SeedOpt = 0,
+    seed: SeedOpt = J.seed,
     input_format: InputFormatOpt = None,
     regrade: RegradeOpt = False,
     no_cache: NoCacheOpt = False,
+    path_fields: PathFieldsOpt = None,
+    column_map: MapOpt = None,
     output: Annotated[
         TableFormat, typer.Option("--format", help="table, or json (data alone on stdout).")
     ] = TableFormat.table,
@@ -123,13 +123,17 @@ def select(
 
     check_input(traces, "traces")
     check_run_dir(out)
+    reading = Reading(
+        input_format, regrade, no_cache=no_cache, path_fields=path_fields, column_map=column_map
+    )
+    reading.spec()
     if judge != "openai":
         raise OptionError(option="--judge", value=judge, allowed="openai (a server of the model)")
-    serving = Serving.build(base_urls=base_url, model=model, concurrency=concurrency)
-    asking = Asking(temperature=temperature, max_tokens=max_tokens, seed=seed)
     # The selection's taxonomy is not the labels': the config names none (as before).
-    config = judge_config("openai", None, asking, serving)
-    reading = Reading(input_format, regrade, no_cache=no_cache)
+    config = judge_config(
+        "openai", None, base_urls=base_url, model=model, concurrency=concurrency,
+        temperature=temperature, max_tokens=max_tokens, seed=seed,
+    )  # fmt: skip
     summary = run_selection(
         traces,
         out,

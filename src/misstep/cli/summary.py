@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from misstep.cli._analysis import DEFAULT_ESTIMATOR, EstimatorOpt, SimultaneousOpt, analysis_config
+from misstep.cli._error_table import ci_text as _ci
+from misstep.cli._error_table import error_type_table
 from misstep.cli._errors import data, err_console, handles_errors, out_console, quote, writing
 from misstep.cli._load import load_input, load_run
 from misstep.cli._options import (
     READING,
     ByOpt,
-    EstimatorOpt,
     GroupBy,
     HumanOpt,
     JudgeIdOpt,
@@ -29,7 +31,6 @@ from misstep.cli._options import (
     Reading,
     RunTaxonomyOpt,
     SeedOpt,
-    SimultaneousOpt,
     TableFormat,
     TracesArg,
     check_output_file,
@@ -41,7 +42,7 @@ from misstep.errors import OptionError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from misstep.agreement import ErrorDistribution
+    from misstep.agreement import LabelledRun
     from misstep.metrics import Change, CheckpointMetrics, Coverage
 
 __all__ = ["register"]
@@ -147,12 +148,6 @@ def _summary_tables(rows: list[CheckpointMetrics], ks: list[int]) -> list[Table]
     return tables
 
 
-def _ci(ci: tuple[float, float] | None, signed: bool = False) -> str:
-    if ci is None:
-        return ""
-    return f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if signed else f" [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
 def _change_cell(change: Change | None) -> str:
     if change is None:
         return "-"
@@ -190,11 +185,12 @@ def summary(
             help="PNG of the judge-vs-people confusion matrix (with --human).",
         ),
     ] = None,
-    estimator: EstimatorOpt = "ppi",
+    estimator: EstimatorOpt = DEFAULT_ESTIMATOR,
     simultaneous: SimultaneousOpt = False,
 ) -> None:
     """Per-checkpoint pass@k, maj@k, sc_gain@k, answer statistics and outcome counts."""
     wanted = parse_ks(k)
+    config = analysis_config(seed=seed, estimator=estimator, simultaneous=simultaneous)
     if labels is None and (human or plot is not None):
         raise OptionError(option="--human/--plot", value="given", allowed="only with --labels")
     if plot is not None:
@@ -203,9 +199,8 @@ def summary(
         run, labelled = load_run(traces, reading), None
     else:
         source = LabelSource.of(labels, judge_id, human, taxonomy, labels_from_other_input)
-        run, labelled = load_input(
-            traces, reading, source, seed=seed, estimator=estimator, simultaneous=simultaneous
-        )
+        run, labelled = load_input(traces, reading, source, analysis=config)
+    from misstep.agreement import labelled_summary
     from misstep.metrics import (
         check_ks,
         default_ks,
@@ -222,32 +217,21 @@ def summary(
         else default_ks(fitting_samples(counts))
     )
     by_dataset = None if by is None else by is GroupBy.dataset
-    rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=seed)
+    if labelled is None:
+        rows = vote_metrics(counts, ks, by_dataset=by_dataset, seed=config.seed)
+        records: list[dict[str, Any]] = [row.to_json() for row in rows]
+    else:
+        result = labelled_summary(labelled, ks, by_dataset=by_dataset, counts=counts)
+        rows, records = result.rows, result.records(flat=output is SummaryFormat.csv)
     for note in dict.fromkeys(note for row in rows for note in row.notes):
         err_console.print(f"note: {note}", markup=False, soft_wrap=True)
-    records: list[dict[str, Any]] = [row.to_json() for row in rows]
     error_table = None
     if labelled is not None:
-        from misstep.agreement import add_error_distributions, plot_confusion
-
-        dists = labelled.distributions(
-            pool_datasets=all(row.dataset == "all" for row in rows) and len(rows) > 0
-        )
-        add_error_distributions(
-            records, dists, corrected=bool(labelled.human), flat=output is SummaryFormat.csv
-        )
         if plot is not None:
-            if not labelled.human:
-                raise OptionError(
-                    option="--plot",
-                    value=str(plot),
-                    allowed="only with people's labels (--human FILE or RUN_DIR/human/)",
-                    hint="the confusion matrix needs people's labels of some judged traces",
-                )
-            with writing(plot):
-                written = plot_confusion(labelled.labels, labelled.human, labelled.categories, plot)
-            err_console.print(f"wrote the confusion matrix to {quote(written)}", soft_wrap=True)
-        error_table = _error_table(labelled.categories, dists, corrected=bool(labelled.human))
+            _plot(labelled, plot)
+        error_table = error_type_table(
+            labelled.categories, result.distributions, corrected=result.corrected
+        )
     if output is SummaryFormat.json:
         typer.echo(json.dumps(records, indent=2))
     elif output is SummaryFormat.csv:
@@ -262,115 +246,20 @@ def summary(
             out_console.print(error_table)
 
 
-def _error_table(
-    categories: list[str], dists: list[ErrorDistribution], *, corrected: bool
-) -> Table:
-    """The error-type table of ``summary --labels``: every category of the run's taxonomy in
-    its order; notes go to stderr."""
-    from collections import Counter
+def _plot(labelled: LabelledRun, plot: Path) -> None:
+    """The PNG of the judge-vs-people confusion matrix (``--plot``)."""
+    from misstep.agreement import plot_confusion
 
-    from rich.table import Table
-
-    title = (
-        "error types of wrong traces: judge's share [95% CI] → corrected share [95% CI] (shares)"
-        if corrected
-        else "error types of wrong traces as the judge gives them [95% CI] (shares; uncorrected: "
-        "no people's labels)"
-    )
-    table = Table(title=title, title_justify="left")
-    table.add_column("checkpoint")
-    table.add_column("dataset")
-    table.add_column("wrong (count)", justify="right")
-    table.add_column("labelled (share)", justify="right")
-    if corrected:
-        table.add_column("corrected by (human labels)")
-    cats = list(categories)
-    for key in cats:
-        table.add_column(key, justify="right")
-    for d in dists:
-        cells: list[str] = []
-        for key in cats:
-            if d.error_dist is None:
-                cells.append("no labels")
-                continue
-            raw = d.error_dist.get(key)
-            raw_ci = (d.error_dist_raw_ci or {}).get(key)
-            cell = "-" if raw is None else f"{raw:.2f}{_ci(raw_ci)}"
-            if d.error_dist_corrected is not None and d.error_dist_ci is not None:
-                value = d.error_dist_corrected.get(key)
-                ci = d.error_dist_ci.get(key)
-                cell += " → n/i" if value is None else f" → {value:.2f}{_ci(ci)}"
-                sim = (d.error_dist_sim_ci or {}).get(key)
-                cell += "" if sim is None else f" sim{_ci(sim)}"
-            cells.append(cell)
-        share = "-" if d.labelled_share is None else f"{d.labelled_share:.2f}"
-        by = [d.made_by if d.error_dist_corrected is not None else f"none ({d.n_human})"]
-        table.add_row(
-            data(d.checkpoint),
-            data(d.dataset),
-            str(d.n_wrong),
-            f"{share} ({d.n_labelled})",
-            *(by if corrected else []),
-            *cells,
+    if not labelled.human:
+        raise OptionError(
+            option="--plot",
+            value=str(plot),
+            allowed="only with people's labels (--human FILE or RUN_DIR/human/)",
+            hint="the confusion matrix needs people's labels of some judged traces",
         )
-    not_ok = Counter[str]()
-    for d in dists:
-        not_ok.update({s: c for s, c in d.status_counts.items() if s != "ok"})
-    if not_ok:
-        err_console.print(
-            "wrong traces without an ok label (left out of the shares): "
-            + ", ".join(f"{s} {c}" for s, c in sorted(not_ok.items())),
-            soft_wrap=True,
-            markup=False,
-        )
-    if corrected:
-        _estimator_notes(dists)
-        missing = sorted({c for d in dists for c in d.not_identified})
-        if missing:
-            err_console.print(
-                "n/i = not identified, no corrected share shown: "
-                + ", ".join(missing)
-                + " (no person gave the type, or the judge never uses the categories that "
-                "would tell it apart from others)",
-                soft_wrap=True,
-                markup=False,
-            )
-    return table
-
-
-def _estimator_notes(dists: list[ErrorDistribution]) -> None:
-    """Say on stderr how the corrected shares were made, and what the pooled inversion's
-    assumption test found."""
-    used = {d.estimator for d in dists if d.error_dist_corrected is not None}
-    if "ppi" in used or any(d.note for d in dists):
-        err_console.print(
-            "corrected shares (ppi): prediction-powered inference per checkpoint, from that "
-            "checkpoint's own human labels (human consensus; ties left out) weighted by their "
-            "sampling weights; 95% normal intervals with problems as clusters; valid when the "
-            "judge's confusion changes between checkpoints",
-            soft_wrap=True,
-            markup=False,
-        )
-    if "pooled" in used:
-        err_console.print(
-            "corrected shares (pooled): least squares on the simplex through one confusion "
-            "matrix pooled over all human-labelled traces; it ASSUMES the judge errs the same "
-            "way at every checkpoint; 95% bootstrap intervals include the matrix's uncertainty",
-            soft_wrap=True,
-            markup=False,
-        )
-        test = next((d.homogeneity for d in dists if d.homogeneity is not None), None)
-        if test is not None:
-            stat = "-" if test.statistic is None else f"G = {test.statistic:.1f}, df {test.dof}"
-            err_console.print(
-                f"test of that assumption on {test.n} human labels over {test.n_checkpoints} "
-                f"checkpoint(s) ({stat}): {test.meaning}",
-                soft_wrap=True,
-                markup=False,
-            )
-    for d in dists:
-        if d.note:
-            err_console.print(f"{d.checkpoint}/{d.dataset}: {d.note}", soft_wrap=True, markup=False)
+    with writing(plot):
+        written = plot_confusion(labelled.labels, labelled.human, labelled.categories, plot)
+    err_console.print(f"wrote the confusion matrix to {quote(written)}", soft_wrap=True)
 
 
 def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -11,6 +11,8 @@ from itertools import combinations
 import numpy as np
 import numpy.typing as npt
 
+from misstep.defaults import DiscoverDefaults as D
+
 __all__ = ["Clustering", "cluster_embeddings"]
 
 _SILHOUETTE_SAMPLE = 2_000  # silhouette is quadratic in the rows: a sample decides k
@@ -92,9 +94,9 @@ def cluster_embeddings(
     x: FloatArray,
     *,
     weights: npt.NDArray[np.float64] | None = None,
-    k_range: tuple[int, int] = (2, 15),
-    seed: int = 0,
-    seeds: int = 3,
+    k_range: tuple[int, int] = (D.k_min, D.k_max),
+    seed: int = D.seed,
+    seeds: int = D.seeds,
     on_stage: Callable[[str], None] | None = None,
 ) -> Clustering:
     """Cluster the rows of ``x`` (``weights``: how many texts each row stands for);

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from misstep.defaults import DiscoverDefaults as D
 from misstep.discover._cluster import cluster_embeddings
 from misstep.discover._embed import Embedding, embed_texts
 from misstep.discover._inputs import DiscoverText
@@ -39,6 +40,9 @@ JUDGE_STAGES = ("proposing and assigning", "describing")
 """The stages ``discover_with_judge`` reports (the first once per round)."""
 
 MIN_TEXTS = 20
+SOURCE = "texts"
+"""What ``Discovery.source`` says of texts given without a description of where they came
+from."""
 
 
 class DiscoverConfig(BaseModel):
@@ -48,17 +52,17 @@ class DiscoverConfig(BaseModel):
 
     embedding: Embedding = "wordllama"
     """``wordllama`` (static embeddings, ``misstep[discover]``) or ``tfidf`` (LSA)."""
-    k_min: int = Field(default=2, ge=2)
+    k_min: int = Field(default=D.k_min, ge=2)
     """Fewest clusters tried."""
-    k_max: int = Field(default=15, ge=2)
+    k_max: int = Field(default=D.k_max, ge=2)
     """Most clusters tried (the silhouette picks k in between)."""
-    seed: int = 0
+    seed: int = D.seed
     """Seed of the first k-means run and of the samples."""
-    seeds: int = Field(default=3, ge=1)
+    seeds: int = Field(default=D.seeds, ge=1)
     """k-means runs with seeds ``seed``, ``seed + 1``, ...: their agreement is the stability."""
-    min_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    min_share: float = Field(default=D.min_share, ge=0.0, le=1.0)
     """Clusters holding less than this share of the texts are dropped (too rare)."""
-    max_share: float = Field(default=0.75, gt=0.0, le=1.0)
+    max_share: float = Field(default=D.max_share, gt=0.0, le=1.0)
     """Clusters holding at least this share are dropped (too generic)."""
 
 
@@ -165,7 +169,7 @@ def discover(
     items: list[DiscoverText],
     config: DiscoverConfig | None = None,
     *,
-    source: str = "texts",
+    source: str = SOURCE,
     taken_keys: list[str] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> Discovery:
@@ -234,7 +238,7 @@ def discover_with_judge(
     settings: JudgeDiscoverSettings,
     config: DiscoverConfig | None = None,
     *,
-    source: str = "texts",
+    source: str = SOURCE,
     taken_keys: list[str] | None = None,
     on_stage: Callable[[str], None] | None = None,
 ) -> Discovery:

@@ -39,10 +39,10 @@ def wordllama_available() -> bool:
 def _load_wordllama() -> Any:
     if not wordllama_available():
         raise OptionError(
-            option="--embedding",
+            option="embedding",
             value="wordllama",
             allowed="tfidf (wordllama is not installed)",
-            hint="install it with `pip install 'misstep[discover]'`, or pass --embedding tfidf",
+            hint="install it with `pip install 'misstep[discover]'`, or use `embedding=tfidf`",
         )
     import wordllama
     from wordllama import WordLlama
@@ -119,4 +119,4 @@ def embed_texts(
         return _sif(texts, seed)
     if embedding == "tfidf":
         return _tfidf(texts, seed)
-    raise OptionError(option="--embedding", value=embedding, allowed=", ".join(EMBEDDINGS))
+    raise OptionError(option="embedding", value=embedding, allowed=", ".join(EMBEDDINGS))

@@ -86,7 +86,7 @@ def texts_from_labels(
     ``OptionError``. A label without an explanation is skipped (nothing to cluster)."""
     for t in types or []:
         if t not in keys:
-            raise OptionError(option="--types", value=t, allowed=", ".join(keys))
+            raise OptionError(option="types", value=t, allowed=", ".join(keys))
     wanted = set(types) if types is not None else None
     out: list[DiscoverText] = []
     for trace_id, rec in sorted(read_labels(labels, judge=judge).items()):

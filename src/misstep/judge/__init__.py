@@ -1,4 +1,7 @@
-"""The judge: label schema, the Judge protocol, the one exchange, config, registry, backends."""
+"""The judge: label schema, the Judge protocol, the one exchange, config, registry, backends.
+
+Its contract with storage is ``misstep.verdict``'s vocabulary, re-exported here: a judge
+returns ``Verdict``s (``JudgeResult``) with a ``LabelStatus``; ``misstep.labels`` stores them."""
 
 from misstep.judge._config import JudgeConfig, judge_id, request_seed, segmentation_hash
 from misstep.judge._exchange import (
@@ -29,11 +32,12 @@ from misstep.judge._schema import (
 )
 from misstep.judge._spec import Attempt, JudgeSpec, first_attempt, next_attempt
 from misstep.judge._vllm import engine_settings
-from misstep.labels import evidence_in_text
+from misstep.verdict import LABEL_FIELDS, LabelStatus, Verdict, evidence_in_text
 
 __all__ = [
     "EVIDENCE_MAX_CHARS",
     "EXPLANATION_MAX_CHARS",
+    "LABEL_FIELDS",
     "RULES_JUDGE_CAPABILITIES",
     "Attempt",
     "EngineRequest",
@@ -42,10 +46,12 @@ __all__ = [
     "JudgeRequest",
     "JudgeResult",
     "JudgeSpec",
+    "LabelStatus",
     "Reply",
     "RetryPolicy",
     "RulesJudge",
     "Try",
+    "Verdict",
     "available_judges",
     "bounded_schema",
     "chat_body",

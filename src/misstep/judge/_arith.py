@@ -4,24 +4,28 @@ Trace text is untrusted, so nothing here evaluates it as code: a regex tokenizer
 into tokens, runs of arithmetic tokens holding ``=`` or ``≈`` become chains ``a = b = c``, and
 each side is computed as a :class:`fractions.Fraction` by the grader's evaluator
 (``rollouts._arithmetic.arithmetic_value``, a recursive-descent parser over a closed grammar).
-So a step and an answer are read one way, math-verify's: ``6/2(1+2)`` is 1 (a product without
-a sign binds before ``/``) in a step as in a graded answer. Anything else (a variable, a
-function, an unknown LaTeX command, an unbalanced side) makes that side unevaluable, and it is
-skipped.
+So a step is read as grading reads an answer (math-verify's conventions), with one exception: a
+product without a sign after a division (``2/3(249)``, ``6/2(1+2)``) is read both ways, as
+math-verify reads it (the product first: 2/747, 1) and left to right ((2/3)·249 = 166, 9), and
+a calculation is flagged only when no reading holds: ``2/3(249) - 83 = 83`` means (2/3)·249.
+Anything else (a variable, a function, an unknown LaTeX command, an unbalanced side) makes that
+side unevaluable, and it is skipped.
 
 Rules (each errs on the side of not flagging):
 
 - A side touching a variable or word (``2x``, ``f(3)``, ``a_{1}``, ``5!``, ``3:4``), preceded by a
   single-letter word or an operator word (``times``, ``of``, ``log``...), or starting or ending
-  with a binary operator is incomplete and skipped.
+  with a binary operator is incomplete and skipped. A LaTeX text group of words
+  (``\\text{ of }``, ``\\text{ Å}``) is read as those words.
 - Two bare numbers (``1 hour = 60``) are never compared: one side must hold an operation.
 - A stated plain number with *d* digits after the point matches when it is within 10^-d of the
   exact value, so rounding and truncation to the stated precision pass (``10/3 = 3.33``,
   ``7/2 = 3``) while ``2 + 2 = 5`` and ``0.5 + 0.25 = 0.85`` do not.
 - ``≈`` / ``\\approx`` allows a relative difference of 5%; an expression whose operands are
   decimals (maybe rounded themselves: ``7.5 + 3.333 = 10.83``) allows 0.5%.
-- ``p%`` is p/100 as an operand (``20% of 50 = 10``, ``15% × 200 = 30``); a percentage added to
-  or subtracted from a number (``50 - 20%``) is ambiguous and skipped; ``2/5 × 100 = 40%`` passes.
+- ``p%`` is p/100 as an operand (``20% of 50 = 10``, ``50\\% \\text{ of } 400 = 0.50 \\times 400``,
+  ``15% × 200 = 30``); a percentage added to or subtracted from a number (``50 - 20%``) is
+  ambiguous and skipped; ``2/5 × 100 = 40%`` and ``-1600/4800 × 100 = -33%`` pass.
 - A running computation ``3 + 4 = 7 × 2 = 14`` (the right side starts with the left's value and
   continues) is not flagged.
 - Units after numbers (and ``$`` before them) are read: a chain in one unit per dimension is
@@ -124,6 +128,7 @@ def _unit_table() -> dict[str, tuple[str, Fraction | None]]:
 _UNITS = _unit_table()
 
 _MATH = frozenset({"num", "eq", "approx", "pct", "op", "frac", "lp", "rp"})
+_WORDS = frozenset({"word", "textword"})
 _TRANSPARENT = frozenset({"sp", "delim", "ign"})
 _OPERAND_END = frozenset({"num", "rp", "pct"})
 # Words that make an adjacent number an operand of something the parser cannot see.
@@ -179,10 +184,23 @@ _Tok = tuple[str, str, int, int]
 _KIND = {"lp2": "lp", "rp2": "rp", "other2": "other"}  # a regex cannot name two groups alike
 
 
+# The words of a LaTeX text group (``\\text{ of }``, ``\\text{ Å}``): a ``textword`` token, read
+# as the words it holds where they bear on the chain: "of" after a percentage, and a word before
+# the first side. After the last side such a group is a unit (``= 2 \\times 10^{-5} \\text{ N}``)
+# unless a number follows it (``58\\;\\mathrm{R}\\;5``, a remainder).
+_TEXT_WORDS = re.compile(r"[^{]*\{\s*([^\W\d_]+(?:\s+[^\W\d_]+)*)\s*\}")
+
+
 def _tokenize(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup or "other"
+        if kind == "text":
+            # "50\% \text{ of } 400" is "50% of 400": a text group of words is those words
+            words = _TEXT_WORDS.fullmatch(m.group())
+            if words is not None:
+                toks.append(("textword", words.group(1), m.start(), m.end()))
+                continue
         toks.append((_KIND.get(kind, kind), m.group(), m.start(), m.end()))
     return toks
 
@@ -203,13 +221,14 @@ def _number(text: str) -> Fraction:
     return Fraction(_digits(text))
 
 
-def _expression(plain: list[tuple[str, str]]) -> str:
+def _expression(plain: list[tuple[str, str]], *, explicit: bool = False) -> str:
     """One side as text in the grader's grammar (``rollouts._arithmetic``), so that the judge
-    reads it exactly as grading reads an answer: ``×``/``·``/``\\cdot`` are ``*``, ``÷`` is ``/``,
-    ``**`` is ``^``, brackets are parentheses, ``p%`` is ``(p/100)``. Raises ``_Unevaluable``
-    for what that grammar would read differently from the text: a percentage beside ``+`` or
-    ``-`` (``50 - 20%``: of 50, or 0.2?), a ``%`` after anything but a number, nesting deeper
-    than ``_MAX_DEPTH``."""
+    reads it as grading reads an answer: ``×``/``·``/``\\cdot`` are ``*``, ``÷`` is ``/``,
+    ``**`` is ``^``, brackets are parentheses, ``p%`` is ``(p/100)``. With ``explicit`` a
+    product written without a sign before a bracket gets its sign (``2/3(249)`` becomes
+    ``2/3*(249)``, read left to right). Raises ``_Unevaluable`` for what that grammar would
+    read differently from the text: a percentage beside ``+`` or ``-`` (``50 - 20%``: of 50,
+    or 0.2?), a ``%`` after anything but a number, nesting deeper than ``_MAX_DEPTH``."""
     out: list[str] = []
     depth = 0
     last = len(plain) - 1
@@ -246,6 +265,8 @@ def _expression(plain: list[tuple[str, str]]) -> str:
             depth += 1
             if depth > _MAX_DEPTH:
                 raise _Unevaluable
+            if explicit and i > 0 and plain[i - 1][0] in ("num", "rp", "scaled"):
+                out.append("*")
             out.append("{" if text == "{" else "(")
         elif kind == "rp":
             depth -= 1
@@ -255,18 +276,36 @@ def _expression(plain: list[tuple[str, str]]) -> str:
     return "".join(out)
 
 
-def _value(plain: list[tuple[str, str]]) -> Fraction | None:
-    """The exact value of one side, computed by the grader's evaluator, or None."""
+def _values(plain: list[tuple[str, str]]) -> tuple[Fraction, ...]:
+    """The exact values of one side, computed by the grader's evaluator: none when it is not
+    plain arithmetic; two when a product without a sign follows a division and the two
+    readings differ (``6/2(1+2)``: 1 as math-verify and grading read it, 9 read left to right,
+    as ``2/3(249)`` = 166 is meant)."""
     try:
-        return arithmetic_value(_expression(plain), max_chars=_MAX_CHARS, max_bits=_MAX_BITS)
+        text = _expression(plain)
     except _Unevaluable:
-        return None
+        return ()
+    value = arithmetic_value(text, max_chars=_MAX_CHARS, max_bits=_MAX_BITS)
+    if value is None:
+        return ()
+    if "/" in text and any(
+        kind == "lp" and plain[i - 1][0] in ("num", "rp", "scaled")
+        for i, (kind, _) in enumerate(plain)
+        if i
+    ):
+        explicit = _expression(plain, explicit=True)
+        if explicit != text:
+            other = arithmetic_value(explicit, max_chars=_MAX_CHARS, max_bits=_MAX_BITS)
+            if other is not None and other != value:
+                return value, other
+    return (value,)
 
 
 @dataclass
 class _Side:
     toks: list[_Tok]
     value: Fraction | None = None
+    readings: tuple[Fraction, ...] = ()  # value first; a second reading of a/b(c), if any
     literal_decimals: int | None = None  # d for a plain stated number (or percentage)
     percent_literal: bool = False
     has_op: bool = False
@@ -304,10 +343,22 @@ def _suspicious_word(tok: _Tok | None, *, last_word: bool = False) -> bool:
         return False
     if tok[0] == "other":
         return tok[1].startswith("\\")
-    if tok[0] != "word":
+    if tok[0] not in ("word", "textword"):
         return False
     words = tok[1].split()
     return _suspicious(words[-1] if last_word else words[0])
+
+
+def _suspicious_after(toks: list[_Tok], i: int) -> bool:
+    """Whether the text starting at token ``i`` makes what precedes it an operand: a word
+    (``3 x``), or a LaTeX text group with a number after it (``58\\;\\mathrm{R}\\;5``); a text
+    group alone after a result is its unit (``2 \\times 10^{-5} \\text{ N}``)."""
+    while i < len(toks) and toks[i][0] in _TRANSPARENT:
+        i += 1
+    if i < len(toks) and toks[i][0] == "textword":
+        following = _next_solid(toks, i + 1)
+        return following is not None and following[0] == "num"
+    return _suspicious_word(toks[i] if i < len(toks) else None)
 
 
 def _suspicious_before(toks: list[_Tok], i: int) -> bool:
@@ -317,7 +368,7 @@ def _suspicious_before(toks: list[_Tok], i: int) -> bool:
     if i < 0:
         return False
     tok = toks[i]
-    words = tok[1].split() if tok[0] == "word" else []
+    words = tok[1].split() if tok[0] in ("word", "textword") else []
     if words and words[-1].lower() == "of":
         # "a total of 3 + 4" is prose; "1/3 of 18 + 2" and "half of 10 + 2" are not
         if len(words) > 1:
@@ -338,7 +389,7 @@ def _runs(toks: list[_Tok]) -> list[tuple[int, int, bool]]:
     split = False
     last_kind = ""
     for i, (kind, text, _, _) in enumerate(toks):
-        if kind == "word" and first >= 0 and last_kind == "pct" and text.lower() == "of":
+        if kind in _WORDS and first >= 0 and last_kind == "pct" and text.lower() == "of":
             toks[i] = ("op", "of", toks[i][2], toks[i][3])  # 20% of 50: a product
             last, last_kind = i, "op"
             continue
@@ -414,12 +465,12 @@ def _evaluate(side: _Side, scale: dict[int, Fraction] | None = None) -> None:
         return
     plain = [(k, t) for k, t, _, _ in toks if k not in _TRANSPARENT]
     kinds = [k for k, _ in plain]
-    if kinds in (["num"], ["op", "num"], ["num", "pct"]) and (
+    if kinds in (["num"], ["op", "num"], ["num", "pct"], ["op", "num", "pct"]) and (
         kinds[0] == "num" or _OP_CANON[plain[0][1]] == "-"
     ):
         number = plain[0][1] if kinds[0] == "num" else plain[1][1]
         side.literal_decimals = len(number.split(".")[1]) if "." in number else 0
-        side.percent_literal = kinds == ["num", "pct"]
+        side.percent_literal = kinds[-1] == "pct"  # 40%, -33%
     else:
         side.has_op = any(k in ("op", "frac") for k in kinds) or "pct" in kinds
         side.rounded_operands = any(k == "num" and "." in t for k, t in plain)
@@ -434,7 +485,8 @@ def _evaluate(side: _Side, scale: dict[int, Fraction] | None = None) -> None:
             ]
         except _Unevaluable:
             return
-    side.value = _value(plain)
+    side.readings = _values(plain)
+    side.value = side.readings[0] if side.readings else None
 
 
 def _within(exact: Fraction, stated: Fraction, decimals: int) -> bool:
@@ -442,9 +494,17 @@ def _within(exact: Fraction, stated: Fraction, decimals: int) -> bool:
 
 
 def _agree(left: _Side, right: _Side, approx: bool) -> bool:
-    lv, rv = left.value, right.value
-    if lv is None or rv is None:
+    """Whether the two sides agree under some reading of each (``_values``)."""
+    if left.value is None or right.value is None:
         return True
+    if len(left.readings) == 1 and len(right.readings) == 1:
+        return _agree_values(left, left.value, right, right.value, approx)
+    return any(
+        _agree_values(left, lv, right, rv, approx) for lv in left.readings for rv in right.readings
+    )
+
+
+def _agree_values(left: _Side, lv: Fraction, right: _Side, rv: Fraction, approx: bool) -> bool:
     if lv == rv:
         return True
     scale = max(abs(lv), abs(rv))
@@ -452,17 +512,15 @@ def _agree(left: _Side, right: _Side, approx: bool) -> bool:
         return True
     if (left.rounded_operands or right.rounded_operands) and abs(lv - rv) <= _ROUNDED_REL * scale:
         return True
-    for stated, other in ((right, left), (left, right)):
-        if stated.literal_decimals is None or stated.value is None or other.value is None:
+    for stated, sv, ov in ((right, rv, lv), (left, lv, rv)):
+        if stated.literal_decimals is None:
             continue
         d = stated.literal_decimals
         if stated.percent_literal:
             # 40% may state 0.4 or (after × 100) 40
-            if _within(other.value * 100, stated.value * 100, d) or _within(
-                other.value, stated.value * 100, d
-            ):
+            if _within(ov * 100, sv * 100, d) or _within(ov, sv * 100, d):
                 return True
-        elif _within(other.value, stated.value, d):
+        elif _within(ov, sv, d):
             return True
     return False
 
@@ -473,7 +531,7 @@ def _running(left: _Side, right: _Side) -> bool:
     if len(plain) < 2 or plain[0][0] != "num" or plain[1][0] != "op":
         return False
     try:
-        return _number(plain[0][1]) == left.value
+        return _number(plain[0][1]) in left.readings
     except (_Unevaluable, ValueError):
         return False
 
@@ -512,7 +570,7 @@ def _sides(
                 bullet = htoks[0] if line_start else None
                 htoks = htoks[1:] if line_start else []
         if (
-            (before is not None and before[0] in ("word", "other"))
+            (before is not None and before[0] in ("word", "textword", "other"))
             or _suspicious_before(toks, first - 1)
             or (htoks and htoks[0][0] == "op" and _OP_CANON[htoks[0][1]] != "-")
         ):
@@ -527,7 +585,7 @@ def _sides(
             ttoks = ttoks[:-1]
         if (
             (after is not None and after[0] in ("word", "other"))
-            or _suspicious_word(_next_solid(toks, last + 1))
+            or _suspicious_after(toks, last + 1)
             or (ttoks and ttoks[-1][0] == "op")
         ):
             ttoks = []
@@ -670,11 +728,12 @@ def _check_window(text: str) -> tuple[str, str, str, str] | None:
                 _evaluate(signed, scale)
                 if _agree(signed, right, approx[i]):
                     continue
+            correct = " or ".join(_format(v) for v in left.readings)
             return (
                 text[group_start : right.end],
                 text[left.start : left.end],
                 text[right.start : right.end],
-                f"{_format(left.value)} {unit}" if scale else _format(left.value),
+                f"{correct} {unit}" if scale else correct,
             )
     return None
 

@@ -8,8 +8,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from misstep.defaults import JudgeDefaults as D
 from misstep.errors import OptionError
 
 __all__ = ["NEUTRAL_SAMPLING", "RETRY_TEMPERATURE", "JudgeConfig", "judge_id", "request_seed"]
@@ -36,7 +37,7 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    backend: str = "rules"
+    backend: str = D.backend
     """Registered backend name: ``rules``, ``openai`` or ``vllm``."""
     model: str | None = None
     """Model name the backend asks for (served name for ``openai``, HF id for ``vllm``)."""
@@ -47,24 +48,25 @@ class JudgeConfig(BaseModel):
     is dropped and its requests go to the others."""
     taxonomy_path: str | None = None
     """Taxonomy YAML file; None for the built-in ``math-v1``."""
-    temperature: float = Field(default=0.0, ge=0.0)
+    temperature: float = Field(default=D.temperature, ge=0.0)
     """Sampling temperature of the judge model."""
-    max_tokens: int = Field(default=1024, ge=1)
+    max_tokens: int = Field(default=D.max_tokens, ge=1)
     """Longest reply, in tokens; a reply cut there is ``truncated``."""
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=D.timeout_s, gt=0)
     """Timeout of one read from the server, in seconds (httpx's per-operation timeout)."""
-    deadline_s: float = Field(default=300.0, gt=0)
+    deadline_s: float = Field(default=D.deadline_s, gt=0)
     """Total time one request (and the server probe) may take, in seconds, however the server
     trickles its bytes; past it the request counts as timed out (and is retried)."""
-    max_retries: int = Field(default=3, ge=0)
+    max_retries: int = Field(default=D.max_retries, ge=0)
     """Retries after a 5xx, a timeout or a connection error (bounded, with backoff)."""
-    concurrency: int = Field(default=16, ge=1)
+    concurrency: int = Field(default=D.concurrency, ge=1)
     """Requests in flight at once."""
-    samples: int = Field(default=1, ge=1)
-    """Judge samples per trace; more than one stores the majority and the agreement."""
-    seed: int = 0
+    samples: int = Field(default=D.samples, ge=1)
+    """Judge samples per trace; more than one stores the majority and the agreement, and
+    needs a ``temperature`` above 0 (greedy samples are copies of one another)."""
+    seed: int = D.seed
     """Global seed; per-request seeds derive from it, the trace id and the attempt."""
-    max_trace_tokens: int = Field(default=6000, ge=1)
+    max_trace_tokens: int = Field(default=D.max_trace_tokens, ge=1)
     """Token budget for the numbered steps in the prompt (estimated as characters / 4)."""
     reasoning_effort: str | None = None
     """``reasoning_effort`` sent to reasoning models (``low``, ``medium``, ``high``), or None."""
@@ -77,14 +79,27 @@ class JudgeConfig(BaseModel):
     """The user says the server runs with ``VLLM_BATCH_INVARIANT=1`` (recorded, not checked:
     the server does not report it)."""
 
+    @model_validator(mode="after")
+    def _samples_need_a_temperature(self) -> JudgeConfig:
+        # Raised as is (not a ValueError): the OptionError names the field, as everywhere.
+        if self.samples > 1 and self.temperature <= 0:
+            raise OptionError(
+                option="samples",
+                value=self.samples,
+                allowed="1 at temperature 0: greedy samples are copies of one another, so their "
+                "agreement would always be 1",
+                hint="set a temperature above 0 to draw several samples, e.g. `temperature=0.7`",
+            )
+        return self
+
     def require_model(self, what: str) -> str:
-        """The model, or OptionError saying what ``--model`` must name (``what``)."""
+        """The model, or OptionError saying what ``model`` must name (``what``)."""
         if not self.model:
             raise OptionError(
-                option="--model",
+                option="model",
                 value=None,
                 allowed=what,
-                hint="e.g. --model Qwen/Qwen2.5-7B-Instruct",
+                hint="name one, e.g. `model=Qwen/Qwen2.5-7B-Instruct`",
             )
         return self.model
 
@@ -133,7 +148,7 @@ def segmentation_hash() -> str:
     for i, text in enumerate(_PROBES):
         trace = Trace(problem_id=f"probe{i}", problem="Compute it.", response=text)
         material.append(split_steps(trace))
-        for budget in (6000, 60):
+        for budget in (D.max_trace_tokens, 60):
             rendered = render_judge_prompt(taxonomy, trace, "8", max_trace_tokens=budget)
             material.append([rendered.messages, rendered.steps, list(rendered.shown_steps)])
     return hashlib.sha256(json.dumps(material).encode("utf-8", "surrogatepass")).hexdigest()

@@ -21,18 +21,20 @@ import copy
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Required, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from misstep.judge._config import NEUTRAL_SAMPLING, RETRY_TEMPERATURE
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult, Try
-from misstep.labels import LabelStatus
+from misstep.verdict import LabelStatus
+
+if TYPE_CHECKING:
+    from misstep.judge._spec import JudgeSpec
 
 __all__ = [
     "EngineRequest",
     "ModelJudge",
-    "ModelSettings",
     "Reply",
     "RetryPolicy",
     "Sent",
@@ -415,36 +417,24 @@ async def run_exchange(
             messages = reask_messages(messages, first.raw_reply or "", first.problem or "")
 
 
-class ModelSettings(TypedDict, total=False):
-    """What a model backend asks with (``JudgeSpec.backend_settings`` makes them from a
-    configuration); the label type, schema and id are required."""
-
-    label_type: Required[type[BaseModel]]
-    schema: Required[dict[str, Any]]
-    judge_id: Required[str]
-    temperature: float
-    max_tokens: int
-    reasoning_effort: str | None
-    chat_template_kwargs: dict[str, Any] | None
-
-
 class ModelJudge(Judge):
     """A backend that asks a model through the one exchange: it builds each attempt's chat body
-    (``chat_body``) and runs ``run_exchange``; a subclass sends one attempt over its wire
-    (``_attempt``: the server client, the offline engine)."""
+    (``chat_body``) and runs ``run_exchange`` under its spec's retry policy; a subclass sends
+    one attempt over its wire (``_attempt``: the server client, the offline engine)."""
 
-    def __init__(
-        self, *, model: str, policy: RetryPolicy, **settings: Unpack[ModelSettings]
-    ) -> None:
-        self.model = model
-        self._label_type = settings["label_type"]
-        self._schema = settings["schema"]
-        self._judge_id = settings["judge_id"]
-        self._temperature = settings.get("temperature", 0.0)
-        self._max_tokens = settings.get("max_tokens", 1024)
-        self._reasoning_effort = settings.get("reasoning_effort")
-        self._chat_template_kwargs = settings.get("chat_template_kwargs")
-        self._policy = policy
+    def __init__(self, spec: JudgeSpec) -> None:
+        config = spec.config
+        self.spec = spec
+        """The run's one specification (the id, schema, sampling, retry policy)."""
+        self.model = str(config.model)
+        self._label_type = spec.label_type
+        self._schema = spec.schema
+        self._judge_id = spec.judge_id
+        self._temperature = config.temperature
+        self._max_tokens = config.max_tokens
+        self._reasoning_effort = config.reasoning_effort
+        self._chat_template_kwargs = config.chat_template_kwargs
+        self._policy = spec.policy
 
     @property
     def judge_id(self) -> str:

@@ -21,24 +21,18 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import openai
 from pydantic import BaseModel
 
 from misstep.errors import JudgeUnavailableError, OptionError
-from misstep.judge._exchange import (
-    ModelJudge,
-    ModelSettings,
-    RetryPolicy,
-    Sent,
-    TransportGaveUp,
-    replies_of,
-)
+from misstep.judge._exchange import ModelJudge, Sent, TransportGaveUp, replies_of
 from misstep.judge._protocol import JudgeResult
 from misstep.judge._retry import backoff_delay
-from misstep.labels import LabelStatus
+from misstep.judge._spec import JudgeSpec
+from misstep.verdict import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
@@ -55,8 +49,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 PROBE_TIMEOUT_S = 5.0
-# Re-asks after a reply that does not parse or fit the schema (on top of the first answer).
-MAX_REASKS = 1
 _RETRYABLE = (
     openai.APITimeoutError,
     openai.APIConnectionError,
@@ -149,16 +141,16 @@ def choose_model(base_url: str, asked: str | None, served: list[str]) -> str:
     if asked is not None:
         if served and asked not in served:
             raise OptionError(
-                option="--model", value=asked, allowed=f"a model served at {base_url}: {served}"
+                option="model", value=asked, allowed=f"a model served at {base_url}: {served}"
             )
         return asked
     if len(served) == 1:
         return served[0]
     raise OptionError(
-        option="--model",
+        option="model",
         value=None,
         allowed=f"one of the models served at {base_url}: {served or 'none listed'}",
-        hint="pass --model NAME",
+        hint="name one of them: `model=NAME`",
     )
 
 
@@ -167,21 +159,19 @@ class OpenAIJudge(ModelJudge):
 
     def __init__(
         self,
+        spec: JudgeSpec,
         *,
-        base_url: str,
-        model: str,
-        timeout_s: float = 60.0,
-        deadline_s: float = 300.0,
-        max_retries: int = 3,
-        concurrency: int = 16,
-        max_reasks: int = MAX_REASKS,
         backoff_base_s: float = 0.5,
         server_model: str | None = None,
         server_info: dict[str, Any] | None = None,
-        extra_base_urls: tuple[str, ...] = (),
-        **settings: Unpack[ModelSettings],
     ) -> None:
-        super().__init__(model=model, policy=RetryPolicy(reasks=max_reasks), **settings)
+        """A client of the servers of ``spec``'s configuration (``base_url`` and
+        ``extra_base_urls``; its model, timeouts, retries and concurrency)."""
+        super().__init__(spec)
+        config = spec.config
+        base_url = config.base_url or DEFAULT_BASE_URL
+        timeout_s = config.timeout_s
+        concurrency = config.concurrency
         self.base_url = base_url
         self.server_model = server_model
         """The model id the server reported, for the manifest."""
@@ -190,8 +180,8 @@ class OpenAIJudge(ModelJudge):
         manifest."""
         self.supports_n = True
         """One request draws all the samples of a trace (``n``)."""
-        self._max_retries = max_retries
-        self._deadline_s = deadline_s
+        self._max_retries = config.max_retries
+        self._deadline_s = config.deadline_s
         self._backoff_base_s = backoff_base_s
         # Enough pooled connections for every in-flight request, so none waits for a socket.
         # (the Limits class of whichever httpx the installed openai is built on)
@@ -210,7 +200,7 @@ class OpenAIJudge(ModelJudge):
                     http_client=openai.DefaultAsyncHttpxClient(limits=limits, timeout=timeout_s),
                 ),
             )
-            for url in (base_url, *extra_base_urls)
+            for url in (base_url, *config.extra_base_urls)
         ]
         self.notices: list[str] = []
         """Messages for the user (a server dropped); the pipeline prints and clears them."""
@@ -295,6 +285,22 @@ class OpenAIJudge(ModelJudge):
         server.failures = 0
         server.served += 1
         return reply
+
+    async def embed(self, texts: list[str]) -> list[list[float]] | None:
+        """Embeddings of ``texts`` from a server of this judge (``/v1/embeddings``, the same
+        model); None when it serves none (vLLM answers a generative model's request with an
+        error)."""
+        server = self._pick()
+        try:
+            reply = await asyncio.wait_for(
+                server.client.post(
+                    "/embeddings", cast_to=object, body={"model": self.model, "input": texts}
+                ),
+                self._deadline_s,
+            )
+            return [[float(v) for v in item["embedding"]] for item in reply["data"]]
+        except (openai.OpenAIError, TimeoutError, KeyError, TypeError, ValueError):
+            return None
 
     async def _attempt(self, body: dict[str, Any]) -> Sent:
         """One attempt over the wire, with the transport's own retries (5xx, timeouts,
@@ -420,9 +426,8 @@ def _server_message(exc: openai.APIStatusError) -> str:
 
 
 def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
-    """Probe the server, pick the model, and build the judge (registry factory)."""
-    from misstep.judge._spec import JudgeSpec
-
+    """Probe the server, pick the model, and build the judge on the one spec of the run, made
+    from the configuration with that model and URL (registry factory)."""
     urls = [config.base_url or DEFAULT_BASE_URL, *config.extra_base_urls]
     base_url = urls[0]
     timeout = min(PROBE_TIMEOUT_S, float(config.timeout_s), float(config.deadline_s))
@@ -445,14 +450,7 @@ def create_openai_judge(config: JudgeConfig, taxonomy: Taxonomy) -> OpenAIJudge:
             {"url": url, "version": server_version(url, timeout=timeout)} for url in urls
         ]
     return OpenAIJudge(
-        base_url=base_url,
-        model=model,
-        **JudgeSpec(resolved, taxonomy).backend_settings(),
-        timeout_s=config.timeout_s,
-        deadline_s=config.deadline_s,
-        max_retries=config.max_retries,
-        concurrency=config.concurrency,
+        JudgeSpec(resolved, taxonomy),
         server_model=model if model in served else None,
         server_info=info,
-        extra_base_urls=tuple(urls[1:]),
     )

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from misstep.errors import OptionError
-from misstep.labels import LabelStatus
 from misstep.rollouts import Trace
+from misstep.verdict import LabelStatus
+
+if TYPE_CHECKING:
+    from misstep.judge._spec import JudgeSpec
 
 __all__ = ["Judge", "JudgeRequest", "JudgeResult", "Try", "declared"]
 
@@ -122,6 +125,10 @@ class Judge(Protocol):
     server_info: Mapping[str, Any] = MappingProxyType({})
     """What the server said of itself (``GET /version``, ``max_model_len``), for the
     manifest."""
+    spec: JudgeSpec | None = None
+    """The one specification of this judge's run (``JudgeSpec``: the id, schema, sampling,
+    concurrency and retry policy), made once from the configuration with the model resolved;
+    None for a backend that does not say, whose run makes it from the configuration."""
 
     @property
     def judge_id(self) -> str:
@@ -141,6 +148,11 @@ class Judge(Protocol):
         any per-character work; None: judge it."""
         return None
 
+    async def embed(self, texts: list[str]) -> list[list[float]] | None:
+        """Embeddings of ``texts`` from the judge's server (``/v1/embeddings``, for
+        ``misstep discover``'s sample); None when it serves none."""
+        return None
+
     def take_notices(self) -> list[str]:
         """Messages for the user since the last call (a server dropped), then forgotten."""
         return []
@@ -150,7 +162,7 @@ class Judge(Protocol):
     ) -> Judge:
         """This judge asking for another structured output (``misstep select``'s choice)."""
         raise OptionError(
-            option="--judge",
+            option="backend",
             value=self.judge_id,
             allowed="a backend that can ask for another structured output (openai)",
         )

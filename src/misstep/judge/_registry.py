@@ -67,7 +67,7 @@ def _resolve(name: str, target: str | JudgeFactory) -> JudgeFactory:
     except ModuleNotFoundError as exc:
         if exc.name is not None and module_name.startswith(exc.name):
             raise OptionError(
-                option="--judge",
+                option="backend",
                 value=name,
                 allowed=f"a backend whose module can be imported ({module_name} is missing)",
             ) from None
@@ -75,7 +75,7 @@ def _resolve(name: str, target: str | JudgeFactory) -> JudgeFactory:
     factory: Any = getattr(module, attr, None)
     if not callable(factory):
         raise OptionError(
-            option="--judge", value=name, allowed=f"{target} must name a callable factory"
+            option="backend", value=name, allowed=f"{target} must name a callable factory"
         )
     return factory  # type: ignore[no-any-return]
 
@@ -85,7 +85,7 @@ def create_judge(config: JudgeConfig, taxonomy: Taxonomy) -> Judge:
     target = _REGISTRY.get(config.backend)
     if target is None:
         raise OptionError(
-            option="--judge",
+            option="backend",
             value=config.backend,
             allowed="one of " + ", ".join(available_judges()),
         )

@@ -7,13 +7,13 @@ import time
 
 from misstep.errors import OptionError
 from misstep.judge._arith import find_arithmetic_error
-from misstep.judge._config import JudgeConfig, judge_id
+from misstep.judge._config import JudgeConfig
 from misstep.judge._protocol import Judge, JudgeRequest, JudgeResult
-from misstep.judge._schema import EVIDENCE_MAX_CHARS, label_model
-from misstep.labels import LabelStatus
-from misstep.prompts import prompt_hash
+from misstep.judge._schema import EVIDENCE_MAX_CHARS
+from misstep.judge._spec import JudgeSpec
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy
+from misstep.verdict import LabelStatus
 
 __all__ = ["MAX_TRACE_CHARS", "RULES_JUDGE_CAPABILITIES", "RulesJudge", "create_rules_judge"]
 
@@ -23,7 +23,7 @@ RULES_JUDGE_CAPABILITIES = (
     "parentheses, \\frac/\\dfrac, decimals, thousands separators (1,000, 1{,}000, 5,\\!000, "
     "thin spaces), \\$ and units after numbers, percentages, inside $...$, \\(...\\) and "
     "\\[...\\] and across a line break, in exact rational arithmetic read as grading reads an "
-    "answer (6/2(1+2) is 1), and reports the first wrong one as 'arithmetic' with its step and "
+    "answer (6/2(1+2): 1 or 9), and reports the first wrong one as 'arithmetic' with its step and "
     "the verbatim calculation. A stated decimal may be rounded or truncated to its own "
     "precision; '≈' allows 5%. A sum of quantities in two units of one dimension (3 hours + 30 "
     "minutes = 210 minutes) is checked in the unit of its result; other unit mixes are left "
@@ -50,10 +50,18 @@ class RulesJudge(Judge):
     """A judge that only finds wrong explicit calculations; fast, deterministic, model-free."""
 
     def __init__(self, config: JudgeConfig, taxonomy: Taxonomy) -> None:
+        if config.model is not None:
+            # its id would name a model it never asks (and its labels a judge they are not)
+            raise OptionError(
+                option="model",
+                value=config.model,
+                allowed="none with the rules judge: it asks no model",
+                hint="leave the model out, or ask a model judge, e.g. `backend=openai`",
+            )
         keys = taxonomy.keys
         if "arithmetic" not in keys:
             raise OptionError(
-                option="--judge",
+                option="backend",
                 value="rules",
                 allowed="the rules judge needs a taxonomy with an 'arithmetic' category "
                 f"(taxonomy {taxonomy.id} has {', '.join(keys)})",
@@ -61,18 +69,21 @@ class RulesJudge(Judge):
         fallback = next((k for k in _FALLBACK_KEYS if k in keys), None)
         if fallback is None:
             raise OptionError(
-                option="--judge",
+                option="backend",
                 value="rules",
                 allowed="the rules judge needs an 'other' (or 'undetermined') category for "
                 f"traces it cannot decide (taxonomy {taxonomy.id} has {', '.join(keys)})",
             )
         self._fallback = fallback
-        self._label = label_model(taxonomy)
-        self._id = judge_id(config, taxonomy.hash, prompt_hash())
+        spec = JudgeSpec(config, taxonomy)
+        self.spec = spec
+        """The run's one specification (the id)."""
+        self._label = spec.label_type
+        self._id = spec.judge_id
 
     @property
     def judge_id(self) -> str:
-        """Short id of this configuration."""
+        """Short id of this configuration (the spec's)."""
         return self._id
 
     max_trace_chars = MAX_TRACE_CHARS

@@ -1,27 +1,28 @@
 """What a judge is asked, whichever way the request travels: a configuration and a taxonomy.
 
-``JudgeSpec`` owns the judge id of a model judge, the label schema and model, the taxonomy's
-order, the request body of one attempt and the run manifest; the backends (``openai``,
-``vllm``), the batch files and Ray all take them from here, so one configuration asks the same
-thing with the same id however it is sent.
+``JudgeSpec`` owns the judge id of a configuration, the label schema and model, the taxonomy's
+order, the request body of one attempt, the retry policy and how many requests to keep in
+flight; the backends (``rules``, ``openai``, ``vllm``), the batch files and Ray all take them
+from here, so one configuration asks the same thing with the same id however it is sent. A
+backend built by ``create_judge`` holds the one spec of its run (``Judge.spec``), made once from
+the configuration with the model resolved (the one the server serves, for ``openai``).
+
+What comes back is a ``misstep.verdict.Verdict`` (``JudgeResult``): records and manifests are
+made where runs are stored (``misstep.labels``), never here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import cached_property
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
 from misstep.judge._config import JudgeConfig, judge_id, request_seed
 from misstep.judge._exchange import (
-    ModelSettings,
     RetryPolicy,
     Try,
     bounded_schema,
@@ -29,25 +30,35 @@ from misstep.judge._exchange import (
     reask_messages,
     template_kwargs,
 )
-from misstep.judge._protocol import Judge, JudgeResult
+from misstep.judge._protocol import JudgeResult
 from misstep.judge._schema import label_json_schema, label_model
-from misstep.labels import (
-    InputFile,
-    LabelRun,
-    LabelStatus,
-    RunManifest,
-    StoredLabel,
-    record_of,
-)
+from misstep.verdict import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.prompts import RenderedPrompt
     from misstep.rollouts import Trace
     from misstep.taxonomy import Taxonomy
 
-__all__ = ["Attempt", "JudgeSpec", "first_attempt", "next_attempt"]
+__all__ = ["Attempt", "JudgeSpec", "Round", "first_attempt", "next_attempt"]
 
 LABEL_SCHEMA_NAME = "Label"
+
+
+class Round(NamedTuple):
+    """The verdicts of a reply that came back from a round that cannot retry inline (run-batch
+    files, Ray's engine), with what storage needs to make their record."""
+
+    results: list[JudgeResult]
+    """One per sample; the first carries the attempts (``tries``)."""
+    steps: list[str]
+    """The trace's steps, numbered from 0."""
+    trace_cut: bool
+    """The trace was shortened to fit the token budget."""
+
+    @property
+    def attempts(self) -> int:
+        """Requests made for this trace over the rounds."""
+        return len(self.results[0].tries or ())
 
 
 @dataclass(frozen=True)
@@ -79,19 +90,16 @@ class JudgeSpec:
 
         return judge_id(self.config, self.taxonomy.hash, prompt_hash(), self.schema)
 
-    def backend_settings(self) -> ModelSettings:
-        """What a model backend (``openai``, ``vllm``) is built with from this specification:
-        the label type and schema, the id, and the sampling of the first attempt."""
-        config = self.config
-        return {
-            "label_type": self.label_type,
-            "schema": self.schema,
-            "judge_id": self.judge_id,
-            "temperature": config.temperature,
-            "max_tokens": config.max_tokens,
-            "reasoning_effort": config.reasoning_effort,
-            "chat_template_kwargs": config.chat_template_kwargs,
-        }
+    @cached_property
+    def policy(self) -> RetryPolicy:
+        """The one retry policy of this configuration's exchange: inline (``run_exchange``)
+        and across the rounds of files and Ray (``next_attempt``)."""
+        return RetryPolicy()
+
+    def in_flight(self, preferred: int = 0) -> int:
+        """Requests to keep in flight: the configuration's ``concurrency``, or more for a
+        backend that batches (``Judge.preferred_concurrency``)."""
+        return max(1, self.config.concurrency, preferred)
 
     def body(
         self,
@@ -99,8 +107,8 @@ class JudgeSpec:
         n_steps: int,
         *,
         seed: int,
+        n: int,
         temperature: float | None = None,
-        n: int = 1,
         model: str | None = None,
     ) -> dict[str, Any]:
         """The chat-completions body of one attempt at a trace with ``n_steps`` steps shown."""
@@ -126,11 +134,19 @@ class JudgeSpec:
             self.taxonomy, trace, answer, max_trace_tokens=self.config.max_trace_tokens
         )
 
-    def attempt_body(
-        self, trace: Trace, answer: str | None, attempt: Attempt, *, n: int = 1
-    ) -> dict[str, Any]:
+    def first_attempt(self, trace_id: str) -> Attempt:
+        """A trace's first attempt (``first_attempt``)."""
+        return first_attempt(self.config, trace_id)
+
+    def next_attempt(self, trace_id: str, previous: Mapping[str, Any] | None) -> Attempt | None:
+        """The attempt to send for a trace whose current record of this judge is ``previous``,
+        under this configuration's retry policy (``next_attempt``)."""
+        return next_attempt(self.config, trace_id, previous, self.policy)
+
+    def attempt_body(self, trace: Trace, answer: str | None, attempt: Attempt) -> dict[str, Any]:
         """The body of ``attempt`` at a trace (a re-ask shows the broken reply and its
-        problem), for a round that cannot retry inline (run-batch files, Ray's engine)."""
+        problem; the configuration's ``samples`` drawn in it), for a round that cannot retry
+        inline (run-batch files, Ray's engine)."""
         rendered = self.render(trace, answer)
         messages = rendered.messages
         if attempt.kind == "reask":
@@ -140,112 +156,42 @@ class JudgeSpec:
             len(rendered.steps),
             seed=attempt.seed,
             temperature=attempt.temperature,
-            n=n,
+            n=self.config.samples,
         )
 
-    def round_record(
+    def round_results(
         self,
         trace: Trace,
         answer: str | None,
         results_of: Callable[[int], list[JudgeResult]],
         sent: Mapping[str, Any] | None,
-        *,
-        judge_id: str,
-        inclusion_prob: float | None = None,
-    ) -> StoredLabel:
-        """The record of a reply that came back from such a round: the prompt rendered again
+    ) -> Round:
+        """The verdicts of a reply that came back from such a round: the prompt rendered again
         for its steps, ``results_of(n_steps)`` (the reply through the one validator), the
         attempts from the retry state the request was sent with (``sent``: ``Attempt.as_dict``,
-        None for a first attempt)."""
+        None for a first attempt) on the first."""
         rendered = self.render(trace, answer)
         steps = list(rendered.steps)
         results = results_of(len(steps))
-        attempt = Attempt.from_dict(sent or {}, first_attempt(self.config, trace.trace_id))
-        tries = attempt.tries(results[0].status.value)
-        results[0].tries = tries
-        return record_of(
-            trace,
-            results,
-            steps,
-            judge=judge_id,
-            samples=self.config.samples,
-            order=self.order,
-            attempts=len(tries),
-            trace_cut=rendered.trace_cut,
-            inclusion_prob=inclusion_prob,
-        )
+        attempt = Attempt.from_dict(sent or {}, self.first_attempt(trace.trace_id))
+        results[0].tries = attempt.tries(results[0].status.value)
+        return Round(results, steps, rendered.trace_cut)
 
     def template_kwargs(self) -> dict[str, Any] | None:
         """The chat template's arguments every request of this configuration carries (the same
         for every trace: they come from the configuration alone)."""
         return template_kwargs(self.config.reasoning_effort, self.config.chat_template_kwargs)
 
-    def record_manifest(
-        self,
-        run: LabelRun,
-        options: Mapping[str, Any],
-        *,
-        judge: Judge | None = None,
-        server_model: str | None = None,
-    ) -> None:
-        """Write the manifest of ``run`` (its recorded ``options``; the server as ``judge``
-        reports it, or ``server_model`` for a judge that is a file)."""
-        run.record_manifest(
-            self.manifest(
-                run.traces_path,
-                judge_id=run.judge_id,
-                digest=run.digest,
-                options=options,
-                server_model=judge.server_model if judge is not None else server_model,
-                server=judge.server_info if judge is not None else None,
-            )
-        )
-
-    def manifest(
-        self,
-        traces_path: Path,
-        *,
-        judge_id: str,
-        digest: str,
-        options: Mapping[str, Any],
-        server_model: str | None = None,
-        server: Mapping[str, Any] | None = None,
-    ) -> RunManifest:
-        """The manifest of a run of this configuration over ``traces_path`` (its URLs without
-        credentials; never a key)."""
-        from misstep.prompts import prompt_hash
-
-        judge_config = self.config.model_dump(mode="json")
-        if "base_url" in judge_config:
-            judge_config["base_url"] = _public_url(judge_config["base_url"])
-        judge_config["extra_base_urls"] = [
-            _public_url(url) for url in judge_config.get("extra_base_urls") or []
+    def recorded_config(self) -> dict[str, Any]:
+        """The configuration as a run manifest records it (the model resolved): its URLs
+        without credentials, never a key."""
+        recorded = self.config.model_dump(mode="json")
+        if "base_url" in recorded:
+            recorded["base_url"] = _public_url(recorded["base_url"])
+        recorded["extra_base_urls"] = [
+            _public_url(url) for url in recorded.get("extra_base_urls") or []
         ]
-        taxonomy = self.taxonomy
-        return RunManifest(
-            inputs=[InputFile.of(traces_path)] if traces_path.exists() else [],
-            input_sha256=digest,
-            judge_config=judge_config,
-            judge=judge_id,
-            taxonomy_id=str(taxonomy.id),
-            taxonomy_version=str(taxonomy.version),
-            taxonomy_hash=taxonomy.hash,
-            taxonomy_path=taxonomy.source,
-            prompt_hash=prompt_hash(),
-            seed=self.config.seed,
-            server_model=server_model,
-            versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm", "ray")},
-            options=dict(options),
-            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            server=dict(server or {}),
-        )
-
-
-def _pkg_version(name: str) -> str | None:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
+        return recorded
 
 
 def _public_url(url: str | None) -> str | None:

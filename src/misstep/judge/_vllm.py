@@ -17,15 +17,13 @@ with ``spawn``: a script that builds this judge needs an ``if __name__ == "__mai
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 from misstep.errors import OptionError
 from misstep.judge._exchange import (
     EngineRequest,
     ModelJudge,
-    ModelSettings,
     Reply,
-    RetryPolicy,
     Sent,
     TransportGaveUp,
     engine_request,
@@ -33,7 +31,8 @@ from misstep.judge._exchange import (
 )
 from misstep.judge._protocol import JudgeResult
 from misstep.judge._registry import import_backend
-from misstep.labels import LabelStatus
+from misstep.judge._spec import JudgeSpec
+from misstep.verdict import LabelStatus
 
 if TYPE_CHECKING:
     from misstep.judge import JudgeConfig
@@ -57,6 +56,8 @@ named. The same settings as the documented server command
 
 CPU_MAX_BATCHED_TOKENS = 16384
 """The engine's token budget per step on a CPU build, unless ``--engine-arg`` sets one."""
+ENGINE_BATCHING = 16
+"""Requests in flight per unit of ``concurrency``: the engine batches what is in flight."""
 
 
 def engine_settings(config: JudgeConfig) -> dict[str, Any]:
@@ -70,7 +71,7 @@ def engine_settings(config: JudgeConfig) -> dict[str, Any]:
         structured.update(given)
     elif given is not None:
         raise OptionError(
-            option="--engine-arg",
+            option="engine_args",
             value=f"structured_outputs_config={given!r}",
             allowed='a JSON object, e.g. structured_outputs_config={"backend":"guidance"}',
         )
@@ -81,23 +82,16 @@ def engine_settings(config: JudgeConfig) -> dict[str, Any]:
 class VLLMJudge(ModelJudge):
     """Labels traces with an in-process ``AsyncLLM``; every request is submitted at once."""
 
-    def __init__(
-        self,
-        *,
-        engine: Any,
-        vllm_module: Any,
-        model: str,
-        concurrency: int = 256,
-        **settings: Unpack[ModelSettings],
-    ) -> None:
-        super().__init__(model=model, policy=RetryPolicy(), **settings)
+    def __init__(self, spec: JudgeSpec, *, engine: Any, vllm_module: Any) -> None:
+        """A judge of ``spec``'s configuration (its model) on a started ``engine``."""
+        super().__init__(spec)
         self._engine = engine
         self._vllm = vllm_module
-        self.server_model = model
+        self.server_model = self.model
         self._ids = itertools.count()
         self.supports_n = True
         """One request draws all the samples of a trace (``n``)."""
-        self.preferred_concurrency = concurrency
+        self.preferred_concurrency = max(1, spec.config.concurrency) * ENGINE_BATCHING
         """Requests the pipeline should keep in flight so that the engine's batches fill."""
 
     async def aclose(self) -> None:
@@ -169,8 +163,6 @@ async def _tokenizer(engine: Any) -> Any:
 def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
     """Start an ``AsyncLLM`` engine on the model (registry factory); needs ``misstep[vllm]``."""
     vllm = import_backend("vllm", "vllm")
-    from misstep.judge._spec import JudgeSpec
-
     model = config.require_model("a Hugging Face model id or local path for the vllm backend")
     from vllm.config import StructuredOutputsConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
@@ -188,10 +180,4 @@ def create_vllm_judge(config: JudgeConfig, taxonomy: Taxonomy) -> VLLMJudge:
         **settings["structured_outputs_config"]
     )
     engine = AsyncLLM.from_engine_args(AsyncEngineArgs(model=model, **settings))
-    return VLLMJudge(
-        engine=engine,
-        vllm_module=vllm,
-        **JudgeSpec(config, taxonomy).backend_settings(),
-        model=model,
-        concurrency=max(1, config.concurrency) * 16,
-    )
+    return VLLMJudge(JudgeSpec(config, taxonomy), engine=engine, vllm_module=vllm)

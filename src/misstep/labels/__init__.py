@@ -1,33 +1,56 @@
 """Stored labels, whoever made them: judge records and their store (the current record per
-trace), the run manifest, and people's labels."""
+trace), the run manifest, and people's labels; the label run directory that holds them
+(``RunDir``: every file's name and path)."""
 
 from misstep.labels._budget import label_sample
-from misstep.labels._consensus import HumanConsensus, human_consensus, majority_labels
-from misstep.labels._evidence import evidence_in_text
+from misstep.labels._consensus import (
+    HumanConsensus,
+    current_labels,
+    human_consensus,
+    majority_labels,
+)
+from misstep.labels._design import (
+    TASK_DESIGN_VERSION,
+    TaskDesign,
+    read_task_design,
+    sampling_weight,
+    task_rows,
+    task_sidecar,
+)
 from misstep.labels._human import (
     ADJUDICATOR,
-    HUMAN_DIR,
+    CANT_TELL,
+    HUMAN_LABEL_VERSION,
     NO_ERROR_CHOICE,
     HumanLabel,
-    human_label_files,
+    Verdict,
     human_label_from_row,
     read_human_labels,
 )
+from misstep.labels._latest import label_time, supersedes
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import (
     InputFile,
     RunManifest,
     add_to_history,
+    make_manifest,
     read_manifest,
     run_taxonomy,
     write_manifest,
 )
 from misstep.labels._ownership import check_labels_input
-from misstep.labels._record import LABEL_RECORD_VERSION, LabelStatus, StoredLabel
+from misstep.labels._people import (
+    HumanLabelWriter,
+    Reveal,
+    RevealIndex,
+    human_label_line,
+    read_reveals,
+    utc_now,
+    write_human_labels,
+)
+from misstep.labels._record import LABEL_RECORD_VERSION, StoredLabel
 from misstep.labels._run import (
     NOT_SAMPLED,
-    REJECTS_FILE,
-    SELECTIONS_FILE,
     Action,
     Current,
     LabelRun,
@@ -38,59 +61,100 @@ from misstep.labels._run import (
     record_of,
     skipped_record,
 )
+from misstep.labels._rundir import (
+    ANNOTATOR_PATTERN,
+    HUMAN_DIR,
+    REJECTS_FILE,
+    REQUEST_TRIES_FILE,
+    REQUESTS_FILE,
+    REQUESTS_PARQUET,
+    SELECTIONS_FILE,
+    RunDir,
+    check_annotator,
+    find_label_run,
+    gather_human_files,
+    labels_path,
+)
 from misstep.labels._store import (
     LabelRow,
     LabelStore,
     iter_label_lines,
-    labels_path,
     read_label_rows,
     read_labels,
     read_status_index,
 )
 from misstep.labels._tail import repair_tail
+from misstep.verdict import LabelStatus, evidence_in_text
 
 __all__ = [
     "ADJUDICATOR",
+    "ANNOTATOR_PATTERN",
+    "CANT_TELL",
     "HUMAN_DIR",
+    "HUMAN_LABEL_VERSION",
     "LABEL_RECORD_VERSION",
     "NOT_SAMPLED",
     "NO_ERROR_CHOICE",
     "REJECTS_FILE",
+    "REQUESTS_FILE",
+    "REQUESTS_PARQUET",
+    "REQUEST_TRIES_FILE",
     "SELECTIONS_FILE",
+    "TASK_DESIGN_VERSION",
     "Action",
     "Current",
     "HumanConsensus",
     "HumanLabel",
+    "HumanLabelWriter",
     "InputFile",
     "LabelRow",
     "LabelRun",
     "LabelStatus",
     "LabelStore",
     "RecordFile",
+    "Reveal",
+    "RevealIndex",
+    "RunDir",
     "RunFields",
     "RunManifest",
     "RunOptions",
     "StoredLabel",
+    "TaskDesign",
     "Todo",
+    "Verdict",
     "add_to_history",
+    "check_annotator",
     "check_labels_input",
+    "current_labels",
     "evidence_in_text",
+    "find_label_run",
+    "gather_human_files",
     "human_consensus",
-    "human_label_files",
     "human_label_from_row",
+    "human_label_line",
     "iter_label_lines",
     "label_sample",
+    "label_time",
     "labels_path",
     "majority_labels",
+    "make_manifest",
     "read_human_labels",
     "read_label_rows",
     "read_labels",
     "read_manifest",
+    "read_reveals",
     "read_status_index",
+    "read_task_design",
     "record_of",
     "repair_tail",
     "run_dir_lock",
     "run_taxonomy",
+    "sampling_weight",
     "skipped_record",
+    "supersedes",
+    "task_rows",
+    "task_sidecar",
+    "utc_now",
+    "write_human_labels",
     "write_manifest",
 ]

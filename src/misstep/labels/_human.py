@@ -1,76 +1,133 @@
-"""People's labels of traces: the ``HumanLabel`` shape and ``read_human_labels``, the one
-reader of people's labels whatever wrote them (the shared human-labels JSONL or CSV, a
-filled-in ``misstep sample`` task, a Label Studio JSON export, the review app's
-``RUN_DIR/human/<annotator>.jsonl``)."""
+"""People's labels of traces: ``HumanLabel``, the one record of a person's label whoever made
+it, and ``read_human_labels``, the one reader of people's labels whatever wrote them (the
+shared human-labels JSONL or CSV, a filled-in ``misstep sample`` task, a Label Studio JSON
+export, ``misstep import-labels``, the review app's ``RUN_DIR/human/<annotator>.jsonl``).
+``labels/_people.py`` writes them."""
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from misstep.errors import InputFormatError, InvalidRecordError
+from misstep.labels._design import read_task_design, sampling_weight, task_sidecar
+from misstep.labels._latest import label_time
 from misstep.rollouts import RowError, iter_json_lines, open_binary
 
 __all__ = [
     "ADJUDICATOR",
-    "HUMAN_DIR",
+    "CANT_TELL",
+    "HUMAN_LABEL_VERSION",
     "NO_ERROR_CHOICE",
     "HumanLabel",
-    "human_label_files",
+    "Verdict",
     "human_label_from_row",
     "read_human_labels",
 ]
 
-HUMAN_DIR = "human"
-"""People's labels of a run: ``RUN_DIR/human/<annotator>.jsonl`` (``HumanLabel`` lines)."""
+HUMAN_LABEL_VERSION = 1
+"""Version of the ``HumanLabel`` line format."""
 NO_ERROR_CHOICE = "no_error"
 """The answer "this trace has no error" in a task (error_type None, has_error False)."""
+CANT_TELL = "cant_tell"
+"""The choice "I can't tell" (``misstep review``): stored as error_type, first_error_step and
+has_error all null, with ``verdict`` ``cant_tell``; it supersedes the person's earlier label of
+the trace and takes part in no agreement figure."""
 ADJUDICATOR = "adjudicator"
 """The role of a label that settles people's disagreement on a trace (``misstep review
 --adjudicate``): ``human_consensus`` takes it as the trace's human label, agreement figures
 leave it out."""
 
 
+Verdict = Literal["error", "no_error", "cant_tell"]
+"""A person's answer in ``misstep review``: an error (of a type), no error, or can't tell."""
+
+
 class HumanLabel(BaseModel):
-    """One person's label of one trace, as in ``../shared/data/*/human_labels.jsonl``."""
+    """One person's label of one trace: a line of ``../shared/data/*/human_labels.jsonl``, of
+    ``misstep import-labels``' output and of the review app's ``RUN_DIR/human/<annotator>.jsonl``
+    (whoever wrote it, the fields that do not apply are absent). Written by
+    ``write_human_labels`` and ``HumanLabelWriter`` (``human_label_line``: None fields left out),
+    read by ``read_human_labels``."""
 
     model_config = ConfigDict(extra="ignore")
 
+    version: int = HUMAN_LABEL_VERSION
+    """Record format version."""
     trace_id: str
     """The labelled trace."""
     annotator: str
-    """Who labelled it; several annotators may share one file."""
+    """Who labelled it; several annotators may share one file (the review app keeps one file
+    per annotator, named after them)."""
     error_type: str | None = None
-    """A taxonomy key, or None for no error or an untyped label (see ``has_error``)."""
+    """A taxonomy key, or None for no error, an untyped label or "can't tell" (see
+    ``has_error`` and ``verdict``)."""
     first_error_step: int | None = None
-    """0-based index of the first wrong step; None when there is none."""
+    """0-based index of the first wrong step (into ``split_steps`` of the trace); None when
+    there is none or it was not given."""
     has_error: bool | None = None
-    """Whether the trace has an error at all."""
+    """Whether the trace has an error at all (None: "can't tell", or not said)."""
     raw_label: str | None = None
     """The annotator's own words, when kept."""
-    mapping_method: str | None = None
-    """How ``error_type`` was mapped from the source's labels."""
-    weight: float = 1.0
-    """Sampling weight carried from ``misstep sample`` (inverse inclusion probability)."""
+    verdict: Verdict | None = None
+    """``error``, ``no_error`` or ``cant_tell`` (the review app's labels; None elsewhere)."""
+    note: str | None = None
+    """The person's note (review app)."""
+    blind: bool | None = None
+    """The judge's label had not been shown to this annotator for this trace when the label
+    was given (review app, ``--blind``; a recorded reveal makes every later label ``false``);
+    None: not recorded."""
+    judge: str | None = None
+    """Id of the judge configuration whose label the trace had, shown or not (review app)."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Sampling weight (finite, above 0): the inverse inclusion probability of the trace in
+    the sample it was drawn in (``misstep sample``'s task, the review queue's stratified draw);
+    1 outside one."""
     role: Literal["annotator", "adjudicator"] = "annotator"
     """``annotator``: one person's own reading; ``adjudicator``: the decision that settles
-    the annotators' disagreement on the trace (``misstep review --adjudicate``)."""
+    the annotators' disagreement on the trace (``misstep review --adjudicate``), which
+    ``human_consensus`` takes as its human label."""
+    mapping_method: str | None = None
+    """Where the label comes from, or how ``error_type`` was mapped from the source's labels
+    (``misstep review`` for the review app's)."""
+    created_at: str | None = None
+    """When it was given, ISO 8601 (the review app writes UTC to the millisecond; without an
+    offset it is read as UTC). Of two labels of a trace the later one wins
+    (``labels/_latest.py``: a label without it is earlier than every label with one)."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                label_time(value)
+            except ValueError:
+                raise ValueError(
+                    "not an ISO 8601 time (e.g. 2025-01-31T12:00:00.000+00:00)"
+                ) from None
+        return value
 
 
 _REQUIRED = ("trace_id", "annotator")
 _BOOL_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
 
 
-def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) -> list[HumanLabel]:
+def read_human_labels(
+    path: str | Path, *, keys: Collection[str] | None = None, sidecar: str | Path | None = None
+) -> list[HumanLabel]:
     """All people's labels of a file: JSONL (``.gz`` or not), CSV, or a Label Studio JSON
     export (``.json``).
+
+    The weights of a ``misstep sample`` task come from its sidecar (``labels/_design.py``):
+    ``sidecar``, else ``<file name>.judge.jsonl`` beside the file when there is one; a label
+    of a trace the sidecar does not hold is an error there. Without one, a row's own
+    ``weight`` (tasks written before the sidecar held it), else 1.
 
     Fields: ``trace_id`` and ``annotator`` (required), ``error_type`` (empty is None;
     ``no_error`` means has_error False), ``first_error_step``, ``has_error`` (true/false,
@@ -92,21 +149,28 @@ def read_human_labels(path: str | Path, *, keys: Collection[str] | None = None) 
         rows = iter(_csv_rows(p))
     else:
         rows = _jsonl_rows(p)
+    side = Path(sidecar) if sidecar is not None else task_sidecar(p)
+    design = read_task_design(side) if sidecar is not None or side.is_file() else None
     labels: list[HumanLabel] = []
     for line, row in rows:
         label = _labelled_row(p, line, row, allowed)
-        if label is not None:
-            labels.append(label)
+        if label is None:
+            continue
+        if design is not None:
+            found = design.get(label.trace_id)
+            if found is None:
+                raise InvalidRecordError(
+                    path=p,
+                    line=line,
+                    field="trace_id",
+                    value=label.trace_id,
+                    reason=f"not a trace of the task's sidecar {side}",
+                    hint="pass the sidecar of the task these labels answer (--sidecar)",
+                )
+            if found.weight is not None:
+                label = label.model_copy(update={"weight": found.weight})
+        labels.append(label)
     return labels
-
-
-def human_label_files(run_dir: str | Path) -> list[Path]:
-    """``RUN_DIR/human/*.jsonl``, sorted: the people's labels kept with a run (none when the
-    folder does not exist)."""
-    folder = Path(run_dir) / HUMAN_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
 
 
 def _blank(value: Any) -> bool:
@@ -121,7 +185,7 @@ def _labelled_row(
         _required(path, line, row, "trace_id")
     # "Can't tell" (from `misstep review`) holds no type, step or flag, yet it is a label: it
     # supersedes the person's earlier label of the trace and rates nothing.
-    if row.get("verdict") != "cant_tell" and all(
+    if row.get("verdict") != CANT_TELL and all(
         _blank(row.get(k)) for k in ("error_type", "first_error_step", "has_error")
     ):
         return None
@@ -207,8 +271,9 @@ def _labelstudio_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             row: dict[str, Any] = {
                 "trace_id": data["trace_id"],
                 "annotator": None if who is None else f"labelstudio:{who}",
-                "weight": data.get("weight", 1.0),
             }
+            if "weight" in data:  # tasks written before the weights moved to the sidecar
+                row["weight"] = data["weight"]
             for result in annotation.get("result", []) or []:
                 value = result.get("value", {})
                 if result.get("from_name") == "error_type" and value.get("choices"):
@@ -264,8 +329,8 @@ def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> Hu
     # ProcessBench keeps its label as a number (the step index): keep it as text.
     if isinstance(raw_label, int | float) and not isinstance(raw_label, bool):
         fixed["raw_label"] = str(raw_label)
-    if fixed.get("weight", 1.0) is None:
-        del fixed["weight"]
+    if "weight" in fixed:
+        fixed["weight"] = sampling_weight(fixed["weight"], path=path, line=line)
     try:
         label = HumanLabel.model_validate(fixed)
     except ValidationError as exc:
@@ -278,14 +343,6 @@ def human_label_from_row(path: str | Path, line: int, row: dict[str, Any]) -> Hu
             value=row.get(field) if field else None,
             reason=str(err["msg"]),
         ) from None
-    if not (math.isfinite(label.weight) and label.weight > 0):
-        raise InvalidRecordError(
-            path=path,
-            line=line,
-            field="weight",
-            value=row.get("weight"),
-            reason="must be a positive finite number",
-        )
     if label.first_error_step is not None and label.first_error_step < 0:
         raise InvalidRecordError(
             path=path,

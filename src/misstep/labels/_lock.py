@@ -10,10 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from misstep.errors import LabelStoreError
+from misstep.labels._rundir import RunDir
 
-__all__ = ["LOCK_FILE", "run_dir_lock"]
-
-LOCK_FILE = ".lock"
+__all__ = ["run_dir_lock"]
 
 
 @contextlib.contextmanager
@@ -24,7 +23,7 @@ def run_dir_lock(run_dir: str | Path) -> Iterator[None]:
     run_dir = Path(run_dir)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        fh = open(run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - closed below
+        fh = open(RunDir(run_dir).lock, "a+")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise LabelStoreError(path=run_dir, reason=f"cannot create its lock: {exc}") from None
     try:

@@ -4,6 +4,9 @@ every earlier run into the directory) and the run's taxonomy read back from it."
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -11,21 +14,20 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from misstep.errors import LabelStoreError, TaxonomyError
-from misstep.labels._store import labels_path
+from misstep.labels._rundir import MANIFEST_FILE, RunDir, labels_path
 from misstep.taxonomy import Taxonomy, load_taxonomy
 
 __all__ = [
-    "MANIFEST_FILE",
     "MANIFEST_VERSION",
     "InputFile",
     "RunManifest",
     "add_to_history",
+    "make_manifest",
     "read_manifest",
     "run_taxonomy",
     "write_manifest",
 ]
 
-MANIFEST_FILE = "manifest.json"
 MANIFEST_VERSION = 2
 
 
@@ -91,6 +93,50 @@ class RunManifest(BaseModel):
     its own history): a manifest is never overwritten, only added to."""
 
 
+def make_manifest(
+    traces_path: Path,
+    *,
+    digest: str,
+    judge: str,
+    judge_config: Mapping[str, Any],
+    taxonomy: Taxonomy,
+    prompt_hash: str,
+    seed: int,
+    options: Mapping[str, Any],
+    server_model: str | None = None,
+    server: Mapping[str, Any] | None = None,
+) -> RunManifest:
+    """The manifest of a run over ``traces_path`` (SHA-256 ``digest``) by the judge ``judge``
+    (its id) configured as ``judge_config`` (as the judge records it: no credential), with
+    ``taxonomy`` and the prompt templates' ``prompt_hash``; ``options``: the run's recorded
+    options; ``server_model`` and ``server``: what the judge's server said of itself. The
+    versions of misstep and the backend libraries, and the time, are added here."""
+    return RunManifest(
+        inputs=[InputFile.of(traces_path)] if traces_path.exists() else [],
+        input_sha256=digest,
+        judge_config=dict(judge_config),
+        judge=judge,
+        taxonomy_id=str(taxonomy.id),
+        taxonomy_version=str(taxonomy.version),
+        taxonomy_hash=taxonomy.hash,
+        taxonomy_path=taxonomy.source,
+        prompt_hash=prompt_hash,
+        seed=seed,
+        server_model=server_model,
+        versions={name: _pkg_version(name) for name in ("misstep", "openai", "vllm", "ray")},
+        options=dict(options),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        server=dict(server or {}),
+    )
+
+
+def _pkg_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
 def add_to_history(previous: RunManifest | None, new: RunManifest) -> RunManifest:
     """``new`` with the history of ``previous`` and ``previous`` itself appended to it."""
     if previous is None:
@@ -101,7 +147,7 @@ def add_to_history(previous: RunManifest | None, new: RunManifest) -> RunManifes
 
 def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
     """Write ``manifest.json`` atomically (temp file + rename): never half a manifest."""
-    path = Path(run_dir) / MANIFEST_FILE
+    path = RunDir(Path(run_dir)).manifest
     tmp = path.with_name(f".{MANIFEST_FILE}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(orjson.dumps(manifest.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
@@ -115,7 +161,7 @@ def write_manifest(run_dir: str | Path, manifest: RunManifest) -> Path:
 
 def read_manifest(run_dir: str | Path) -> RunManifest | None:
     """The run's manifest, or None when the directory has none (it is optional)."""
-    path = Path(run_dir) / MANIFEST_FILE
+    path = RunDir(Path(run_dir)).manifest
     if not path.exists():
         return None
     try:

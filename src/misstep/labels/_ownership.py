@@ -8,7 +8,7 @@ from pathlib import Path
 
 from misstep.errors import LabelStoreError
 from misstep.labels._manifest import read_manifest
-from misstep.labels._store import labels_path
+from misstep.labels._rundir import labels_path
 
 __all__ = ["check_labels_input"]
 

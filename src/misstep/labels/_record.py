@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["LABEL_RECORD_VERSION", "LabelStatus", "StoredLabel"]
+from misstep.verdict import LabelStatus
+
+__all__ = ["LABEL_RECORD_VERSION", "StoredLabel"]
 
 LABEL_RECORD_VERSION = 2
 """2: ``problem`` stored apart from ``reason`` (a version-1 record has none; its readers take
 the problem from the reason)."""
-
-
-class LabelStatus(StrEnum):
-    """What became of one trace's labelling attempt."""
-
-    OK = "ok"
-    UNPARSEABLE = "unparseable"
-    TRUNCATED = "truncated"
-    FAILED = "failed"
-    SKIPPED = "skipped"
 
 
 def _now() -> str:

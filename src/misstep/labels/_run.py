@@ -38,19 +38,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import orjson
 import pandas as pd
 from pydantic import BaseModel
 
-from misstep.errors import LabelStoreError
+from misstep.errors import LabelStoreError, OptionError
 from misstep.labels._budget import label_sample
-from misstep.labels._evidence import evidence_in_text
 from misstep.labels._lock import run_dir_lock
 from misstep.labels._manifest import RunManifest, add_to_history, read_manifest, write_manifest
-from misstep.labels._record import LabelStatus, StoredLabel
-from misstep.labels._store import LabelStore, iter_label_lines, labels_path
+from misstep.labels._record import StoredLabel
+from misstep.labels._rundir import RunDir
+from misstep.labels._store import LabelStore, iter_label_lines
 from misstep.labels._tail import repair_tail
 from misstep.rollouts import (
     GradedRun,
@@ -61,11 +61,10 @@ from misstep.rollouts import (
     load_graded,
     read_traces,
 )
+from misstep.verdict import LABEL_FIELDS, LabelStatus, Verdict, evidence_in_text
 
 __all__ = [
     "NOT_SAMPLED",
-    "REJECTS_FILE",
-    "SELECTIONS_FILE",
     "Action",
     "Current",
     "LabelRun",
@@ -77,9 +76,6 @@ __all__ = [
     "skipped_record",
 ]
 
-REJECTS_FILE = "rejects.jsonl"
-SELECTIONS_FILE = "selections.jsonl"
-"""``misstep select``'s records, one per majority-vote failure (``LabelRun.selections``)."""
 NOT_SAMPLED = "not sampled"
 """Reason of the skipped record of a trace left out of the label budget."""
 RETRYABLE = ("truncated", "unparseable")
@@ -121,27 +117,6 @@ class Todo(NamedTuple):
     """Of a trace to judge under a label budget: its inclusion probability."""
 
 
-class JudgedReply(Protocol):
-    """What :func:`record_of` reads of one judge result (``misstep.judge.JudgeResult``)."""
-
-    @property
-    def status(self) -> LabelStatus: ...
-    @property
-    def label(self) -> BaseModel | None: ...
-    @property
-    def reason(self) -> str | None: ...
-    @property
-    def raw_reply(self) -> str | None: ...
-    @property
-    def problem(self) -> str | None: ...
-    @property
-    def usage(self) -> Mapping[str, int] | None: ...
-    @property
-    def reasoning(self) -> str | None: ...
-    @property
-    def tries(self) -> Sequence[Any] | None: ...
-
-
 def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> StoredLabel:
     """The ``skipped`` record of a trace that is not judged (its outcome, or ``not sampled``)."""
     return StoredLabel(
@@ -156,7 +131,7 @@ def skipped_record(trace: Trace, judge: str, reason: str, samples: int) -> Store
     )
 
 
-def _majority(results: Sequence[JudgedReply], order: Mapping[str, int]) -> tuple[JudgedReply, int]:
+def _majority(results: Sequence[Verdict], order: Mapping[str, int]) -> tuple[Verdict, int]:
     """The result to store and how many samples agree with it: the majority ``error_type``
     among the ok samples, ties to the key first in the taxonomy's order, the lowest-numbered
     sample of that type."""
@@ -169,7 +144,7 @@ def _majority(results: Sequence[JudgedReply], order: Mapping[str, int]) -> tuple
     return chosen, counts[best]
 
 
-def _tokens(results: Sequence[JudgedReply]) -> tuple[int | None, int | None]:
+def _tokens(results: Sequence[Verdict]) -> tuple[int | None, int | None]:
     """Prompt and completion tokens of a trace's requests, from the servers' usage counts."""
     totals: list[int | None] = [None, None]
     for result in results:
@@ -185,7 +160,7 @@ def _tokens(results: Sequence[JudgedReply]) -> tuple[int | None, int | None]:
 
 def record_of(
     trace: Trace,
-    results: Sequence[JudgedReply],
+    results: Sequence[Verdict],
     steps: list[str],
     *,
     judge: str,
@@ -196,7 +171,7 @@ def record_of(
     trace_cut: bool = False,
     inclusion_prob: float | None = None,
 ) -> StoredLabel:
-    """The stored record of one trace from its judge results (``JudgedReply``: one per sample,
+    """The stored record of one trace from its judge results (``Verdict``: one per sample,
     steps already checked): the majority, the fields of an ok label with its evidence verified
     against the trace, reasoning, tokens and agreement. The one place a record is made,
     whichever way the results came (live, batch files, Ray)."""
@@ -204,10 +179,7 @@ def record_of(
     fields: dict[str, Any] = {}
     if chosen.status is LabelStatus.OK and chosen.label is not None:
         data = chosen.label.model_dump(mode="json")
-        fields = {
-            k: data.get(k)
-            for k in ("error_type", "first_error_step", "evidence", "explanation", "confidence")
-        }
+        fields = {k: data.get(k) for k in LABEL_FIELDS}
         fields["evidence_verified"] = evidence_in_text(
             data.get("evidence"), trace.response, "\n".join(steps)
         )
@@ -260,6 +232,15 @@ class RunOptions:
     """Read (and keep) the cached graded table."""
     add_judge: bool = False
     """Write into a run directory that holds another judge configuration's labels."""
+
+    def __post_init__(self) -> None:
+        if self.per_checkpoint is not None and self.pilot is not None:
+            raise OptionError(
+                option="pilot",
+                value=self.pilot,
+                allowed="a label budget per checkpoint or a pilot, not both (per_checkpoint is "
+                f"{self.per_checkpoint})",
+            )
 
     def recorded(self, *names: str) -> dict[str, Any]:
         """The named options, for a run manifest."""
@@ -323,7 +304,7 @@ class LabelRun:
     _store: LabelStore = field(repr=False)
 
     def __post_init__(self) -> None:
-        self._index, self._retry = _read_state(labels_path(self.run_dir), self.judge_id)
+        self._index, self._retry = _read_state(RunDir(self.run_dir).labels, self.judge_id)
 
     @staticmethod
     def check_input(traces_path: Path, run_dir: Path) -> str:
@@ -350,7 +331,7 @@ class LabelRun:
         history, each record flushed as it is appended and the file synced when the block
         ends. Read what is there inside the block (the lock is held)."""
         with run_dir_lock(run_dir):
-            path = run_dir / SELECTIONS_FILE
+            path = RunDir(run_dir).selections
             repair_tail(path)
             write_manifest(run_dir, add_to_history(read_manifest(run_dir), manifest))
             with open(path, "ab") as fh:
@@ -376,7 +357,7 @@ class LabelRun:
             rejects = None
             if options.skip_invalid:
                 rejects = stack.enter_context(
-                    contextlib.closing(RejectSink(run_dir / REJECTS_FILE, source=traces_path))
+                    contextlib.closing(RejectSink(RunDir(run_dir).rejects, source=traces_path))
                 )
             graded = load_graded(
                 traces_path,

@@ -18,30 +18,23 @@ import orjson
 from pydantic import ValidationError
 
 from misstep.errors import LabelStoreError
-from misstep.labels._record import LabelStatus, StoredLabel
+from misstep.labels._record import StoredLabel
+from misstep.labels._rundir import RunDir, labels_path
 from misstep.labels._tail import repair_tail
+from misstep.verdict import LabelStatus
 
 __all__ = [
-    "LABELS_FILE",
     "LabelRow",
     "LabelStore",
     "iter_label_lines",
-    "labels_path",
     "read_label_rows",
     "read_labels",
     "read_status_index",
 ]
 
-LABELS_FILE = "labels.jsonl"
 # fsync at most this often: every label is flushed to the OS at once (survives kill -9);
 # fsync only guards against a machine crash, and per-line fsync would cap throughput.
 _FSYNC_EVERY_S = 1.0
-
-
-def labels_path(run_dir_or_file: str | Path) -> Path:
-    """``RUN_DIR/labels.jsonl`` for a directory, the path itself for a file."""
-    path = Path(run_dir_or_file)
-    return path / LABELS_FILE if path.is_dir() or path.suffix != ".jsonl" else path
 
 
 class LabelStore:
@@ -53,7 +46,7 @@ class LabelStore:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise LabelStoreError(path=self.run_dir, reason=f"cannot create it: {exc}") from None
-        self.path = self.run_dir / LABELS_FILE
+        self.path = RunDir(self.run_dir).labels
         self.written = 0
         self.dropped_bytes = 0
         """Bytes of a partly written last line removed on opening (left by a killed run)."""

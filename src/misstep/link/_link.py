@@ -59,9 +59,8 @@ from misstep.link._shifts import (
     checkpoint_shares,
     distribution_shifts,
     estimator_shifts,
-    stratum_weights,
 )
-from misstep.metrics import order_checkpoints
+from misstep.metrics import DEFAULT_KS, order_checkpoints
 
 __all__ = [
     "LINK_STAGES",
@@ -331,16 +330,11 @@ def _distributions(labelled: LabelledRun, dataset: str | None) -> list[ErrorDist
 def _typed_wrong(
     graded: pd.DataFrame, lab: pd.DataFrame, types: list[str]
 ) -> tuple[pd.DataFrame, list[str]]:
-    """The wrong traces with an ok label (with design weights under a label budget), and the
-    types among ``types`` that occur in them."""
+    """The wrong traces with an ok label, and the types among ``types`` that occur in them."""
     wrong = graded.loc[
         graded["outcome"].astype(str) == "wrong", [*PROBLEM_KEY, "trace_id", "answer_class"]
     ]
     wl = wrong.merge(lab[["trace_id", "error_type"]], on="trace_id", how="inner")
-    if not wl.empty:
-        weights = stratum_weights(wrong, wl)
-        if not np.allclose(weights.to_numpy(), 1.0):
-            wl = wl.assign(weight=weights.to_numpy())
     seen_types = set(wl["error_type"].astype(str).unique().tolist())
     unknown = sorted(seen_types - set(types))
     if unknown:
@@ -360,16 +354,15 @@ def _type_shifts(
     dists: Mapping[str, ErrorDistribution],
     *,
     has_human: bool,
-    seed: int,
-    n_boot: int,
+    level: float,
     notes: list[str],
 ) -> tuple[list[CheckpointShares], list[Shift]]:
     """Per-checkpoint shares and their shifts, both from one estimator: the corrected one
     (``ppi`` or ``pooled``, its covariance) when people's labels correct the shares, else the
-    judge's labels (problems as clusters)."""
+    judge's (``JudgeOnly``, its variances over problems)."""
     if wl.empty:
         notes.append("no wrong trace has an ok label: the error-type analysis is empty")
-    shares, draws = checkpoint_shares(wl, checkpoints, seen, seed=seed, n_boot=n_boot)
+    shares = checkpoint_shares(dists, checkpoints, seen)
     corrected = any(d.error_dist_corrected is not None for d in dists.values())
     if has_human and not corrected:
         notes.append(
@@ -380,12 +373,10 @@ def _type_shifts(
     if not corrected:
         if not has_human:
             notes.append("error-type distributions are the judge's, uncorrected (no human labels)")
-        _use_distributions(shares, dists)
-        return shares, distribution_shifts(shares, draws, seen)
+        return shares, distribution_shifts(shares, seen, level=level)
     _corrected_notes(dists, notes)
-    _use_distributions(shares, dists)
     ordered = [dists.get(ck) for ck in checkpoints]
-    return shares, estimator_shifts(ordered, checkpoints, seen)
+    return shares, estimator_shifts(ordered, checkpoints, seen, level=level)
 
 
 def _correlations(
@@ -395,7 +386,7 @@ def _correlations(
     seen: list[str],
     sc: Mapping[str, float],
     k: int,
-    train_metrics: pd.DataFrame | str | Path | None,
+    train_metrics: pd.DataFrame | None,
     seed: int,
     notes: list[str],
 ) -> tuple[list[Correlation], dict[str, dict[str, float]], dict[str, dict[str, float | None]]]:
@@ -433,11 +424,7 @@ def _correlations(
         corr(cause, f"sc_gain@{k}", "cause_vs_sc_gain", series, sc_vec)
     tm_by_ck: dict[str, dict[str, float | None]] = {}
     if train_metrics is not None:
-        tm = (
-            train_metrics
-            if isinstance(train_metrics, pd.DataFrame)
-            else read_train_metrics(train_metrics)
-        )
+        tm = train_metrics
         step_min = graded.groupby("checkpoint", sort=False)["step"].min().to_dict()
         ck_steps = [
             int(step_min[ck]) if ck in step_min and pd.notna(step_min[ck]) else None
@@ -574,24 +561,27 @@ def _failure_records(failed: pd.DataFrame, mix: pd.DataFrame) -> list[dict[str, 
 
 
 def link_analysis(
-    graded: pd.DataFrame,
     labelled: LabelledRun,
     *,
-    train_metrics: pd.DataFrame | str | Path | None = None,
-    ks: Sequence[int] = (1, 4, 16),
-    seed: int = 0,
+    train_metrics: pd.DataFrame | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
     on_stage: Callable[[str], None] | None = None,
     dataset: str | None = None,
 ) -> LinkResult:
     """Link error-type shifts to majority-vote failures across checkpoints.
 
-    ``graded`` has the ``GRADED_COLUMNS`` (the run's table, or one dataset's rows of it with
-    ``dataset`` naming it); ``labelled`` is the label run (``load_labelled_run``, or
+    ``labelled`` is the label run joined to its graded table (``load_labelled_run``, or
     ``labelled_run_of`` for tables in memory): its labels, people's labels, taxonomy and its
-    error distributions, whose estimator (``labelled.estimator``) makes both the shares shown
-    and the shift tests. ``ks`` are capped at the smallest number of samples of a problem;
-    the headline ``sc_gain@k`` uses the largest. Every random step is seeded by ``seed``.
-    Raises ``AnalysisError`` when the table is empty."""
+    error distributions, whose estimators (``labelled.config.estimator``) make the shares
+    shown, their intervals and the shift tests; ``dataset``: analyse that dataset's rows
+    alone. ``train_metrics``: training metrics per step (``read_train_metrics``). ``ks`` are
+    capped at the smallest number of samples of a problem; the headline ``sc_gain@k`` uses
+    the largest. Every random step is seeded by ``labelled.config.seed``. Raises
+    ``AnalysisError`` when the table is empty."""
+    graded = labelled.table
+    if dataset is not None:
+        graded = graded[graded["dataset"].astype(str) == dataset].reset_index(drop=True)
+    seed = labelled.config.seed
     if graded.empty:
         raise AnalysisError("the graded table is empty: nothing to analyse")
     checkpoints = list(order_checkpoints(graded))
@@ -616,8 +606,7 @@ def link_analysis(
         seen,
         dists,
         has_human=human is not None,
-        seed=seed,
-        n_boot=labelled.n_boot,
+        level=labelled.config.level,
         notes=notes,
     )
 
@@ -733,21 +722,3 @@ def _corrected_notes(dists: Mapping[str, ErrorDistribution], notes: list[str]) -
             + " (no person gave the type, or the judge never uses the categories that would "
             "tell it apart from others)"
         )
-
-
-def _use_distributions(
-    shares: list[CheckpointShares], dists: Mapping[str, ErrorDistribution]
-) -> None:
-    """Take each checkpoint's shares and intervals from its error distribution (the one
-    computation ``summary`` shows too), in place: corrected ones where there are, so the
-    findings, tables and report narrate the same numbers as the shift tests."""
-    for cs in shares:
-        d = dists.get(cs.checkpoint)
-        if d is None or d.error_dist is None:
-            continue
-        if d.error_dist_corrected is not None:
-            cs.shares = {t: v for t, v in d.error_dist_corrected.items() if v is not None}
-            cs.ci = {t: ci for t, ci in (d.error_dist_ci or {}).items() if ci is not None}
-        else:
-            cs.shares = {t: v for t, v in d.error_dist.items() if t in cs.shares}
-            cs.ci = {t: ci for t, ci in (d.error_dist_raw_ci or {}).items() if ci is not None}

@@ -1,29 +1,33 @@
 """Shift of the error-type distribution of wrong traces between consecutive checkpoints.
 
-Traces of one problem are not independent (a problem that draws a consistent wrong answer draws
-many traces of one type), so every uncertainty here treats the *problem* as the unit:
+Link estimates no share itself: each checkpoint's shares, intervals and variances are its
+error distribution's (``misstep.agreement.ErrorDistribution``: ``judge_estimate``, and
+``corrected_estimate`` with people's labels), the ones ``summary`` shows
+(``checkpoint_shares``). Traces of one problem are not independent (a problem that draws a
+consistent wrong answer draws many traces of one type), so every uncertainty treats the
+*problem* as the unit.
 
-- a type's share at a checkpoint is a ratio estimator ``sum_i x_i / sum_i m_i`` over problems
-  (``x_i`` labelled wrong traces of that type, ``m_i`` labelled wrong traces), with the
-  cluster-robust variance ``P/(P-1) * sum_i (x_i - r m_i)^2 / (sum_i m_i)^2``;
-- intervals are percentile intervals of a seeded cluster bootstrap (resampling problems);
-- under a label budget (datasets of a checkpoint labelled at different rates) each label
-  weighs by its dataset's ``wrong / labelled`` (``stratum_weights``): the shares, variances,
-  bootstrap and the chi-square table use the weighted counts (all weights 1 otherwise);
-- the per-pair omnibus test is scipy's Pearson chi-square on the 2 x T table of trace counts,
+Without corrected shares (the judge's, ``JudgeOnly``: stratified by dataset under a label
+budget, with the variance of its linearisation over problems):
+
+- the per-pair omnibus test is scipy's Pearson chi-square on the 2 x T table of shares x labels,
   divided by a first-order Rao-Scott design effect (the mean, over types and both checkpoints, of
-  cluster variance / multinomial variance, never below 1) before taking its p-value;
-- the per-type change ``share_b - share_a`` is a two-sided z test with the two cluster-robust
-  variances (checkpoints treated as independent samples of problems, which is conservative when a
-  problem's mix persists between checkpoints), with a bootstrap interval.
+  the estimator's variance / multinomial variance, never below 1) before taking its p-value;
+- the per-type change ``share_b - share_a`` is a two-sided z test with the two variances
+  (checkpoints treated as independent samples of problems, which is conservative when a
+  problem's mix persists between checkpoints).
 
-With people's labels the shares are the corrected ones (``misstep.agreement``'s estimator,
-``ppi`` or ``pooled``) and so are the tests (``estimator_shifts``): the per-type change is a
-two-sided z test of ``share_b - share_a`` with the two estimates' variances (their interval
-``delta +- 1.96 se``), the omnibus a Wald test of the whole vector with the sum of the two
-covariances (pseudo-inverse; dof its rank). The checkpoints' ``ppi`` estimates are independent
-(separate traces and human labels); the ``pooled`` ones share one confusion matrix, so adding
-their covariances overstates the variance of a difference (conservative).
+With people's labels the shares are the corrected ones (``ppi`` or ``pooled``) and so are the
+tests (``estimator_shifts``): the per-type change is a two-sided z test of ``share_b - share_a``
+with the two estimates' variances, the omnibus a Wald test of the whole vector with the sum of
+the two covariances (pseudo-inverse; dof its rank).
+
+For every estimator the interval of a change is that z test's, ``delta +- z se`` at the
+analysis's level (``z`` 1.96 at 95%): it excludes 0 exactly when the unadjusted p-value is
+below 1 - level.
+The checkpoints' ``ppi`` estimates are independent (separate traces and human labels); the
+``pooled`` ones share one confusion matrix, so adding their covariances overstates the
+variance of a difference (conservative).
 
 p-values are Benjamini-Hochberg adjusted (statsmodels ``multipletests``, ``fdr_bh``): omnibus
 tests across all pairs; per-type tests across all pairs x types. The Jensen-Shannon divergence is
@@ -35,15 +39,16 @@ fewer than ``MIN_PROBLEMS`` problems with one is not tested (``p_value`` None, `
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 from statsmodels.stats.multitest import multipletests
+
+from misstep.metrics import LEVEL
 
 if TYPE_CHECKING:
     from misstep.agreement import ErrorDistribution
@@ -58,7 +63,6 @@ __all__ = [
     "checkpoint_shares",
     "distribution_shifts",
     "estimator_shifts",
-    "stratum_weights",
 ]
 
 MIN_LABELLED = 20
@@ -79,7 +83,8 @@ def bh_adjust(p_values: list[float | None]) -> list[float | None]:
 
 
 class CheckpointShares(BaseModel):
-    """The error-type distribution of one checkpoint's labelled wrong traces."""
+    """One checkpoint's error-type shares as its estimator gives them
+    (``misstep.agreement.ErrorDistribution.estimate``): link estimates nothing itself."""
 
     checkpoint: str
     """Checkpoint name."""
@@ -87,14 +92,14 @@ class CheckpointShares(BaseModel):
     """Labelled wrong traces."""
     n_problems: int
     """Problems with at least one labelled wrong trace."""
-    counts: dict[str, int]
-    """Labelled wrong traces per type."""
     shares: dict[str, float]
-    """Share of the labelled wrong traces per type."""
+    """Share per type: the corrected ones where people's labels correct them, else the
+    judge's (``JudgeOnly``); zeros without labels."""
     ci: dict[str, tuple[float, float]]
-    """95% cluster-bootstrap interval of each share."""
+    """The interval of each share, as ``summary`` shows it."""
     variance: dict[str, float]
-    """Cluster-robust variance of each share."""
+    """Variance of the judge's share of each type (``JudgeOnly``'s covariance: over
+    problems, by linearisation): the uncorrected shift tests use it."""
 
 
 class TypeChange(BaseModel):
@@ -109,7 +114,8 @@ class TypeChange(BaseModel):
     delta: float
     """``share_after - share_before``."""
     ci: tuple[float, float] | None
-    """95% cluster-bootstrap interval of ``delta``."""
+    """Interval of ``delta`` at the analysis's level (95% by default): the z test's,
+    ``delta +- z se``, with the estimators' variances."""
     cohen_h: float
     """Effect size ``2 asin sqrt(after) - 2 asin sqrt(before)``."""
     p_value: float | None
@@ -143,107 +149,48 @@ class Shift(BaseModel):
     """Why the pair was not tested, when it was not."""
 
 
-def _problem_matrix(rows: pd.DataFrame, types: list[str]) -> np.ndarray:
-    """Problems x types count matrix of one checkpoint's labelled wrong traces (each trace
-    counted by its ``weight`` when the rows carry one: a label budget's design weight)."""
-    if rows.empty:
-        return np.zeros((0, len(types)))
-    keys = [rows["dataset"], rows["problem_id"]]
-    if "weight" in rows.columns:
-        ct = pd.crosstab(keys, rows["error_type"], values=rows["weight"], aggfunc="sum")
-        ct = ct.fillna(0.0)
-    else:
-        ct = pd.crosstab(keys, rows["error_type"])
-    return ct.reindex(columns=types, fill_value=0).to_numpy(dtype=float)
-
-
-def stratum_weights(wrong: pd.DataFrame, labelled: pd.DataFrame) -> pd.Series:
-    """Design weights of ``labelled`` (wrong traces with an ok label: ``checkpoint``,
-    ``dataset``): within a checkpoint, a dataset's labels stand for all its wrong traces, so
-    each weighs ``N_h / n_h`` (wrong traces / labelled ones of that dataset), scaled so that
-    the weights of a checkpoint sum to its number of labels. All 1 when every dataset of a
-    checkpoint is labelled at the same rate (or there is one dataset)."""
-    sizes = wrong.groupby(["checkpoint", "dataset"], sort=False).size()
-    labelled_n = labelled.groupby(["checkpoint", "dataset"], sort=False).size()
-    raw = (sizes / labelled_n).rename("w")
-    w = labelled.join(raw, on=["checkpoint", "dataset"])["w"].astype(float)
-    per_ck = w.groupby(labelled["checkpoint"]).transform("sum")
-    n_ck = labelled.groupby("checkpoint")["checkpoint"].transform("size")
-    return (w * n_ck / per_ck).fillna(1.0)
-
-
-def _raw_counts(rows: pd.DataFrame, types: list[str]) -> list[int]:
-    if rows.empty:
-        return [0] * len(types)
-    counts = rows["error_type"].astype(str).value_counts()
-    return [int(counts.get(t, 0)) for t in types]
-
-
-def _shares(x: np.ndarray, n_types: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ratio-estimator shares and their cluster-robust variances."""
-    m = x.sum(axis=1)
-    total = m.sum()
-    if total == 0:
-        return np.zeros(n_types), np.zeros(n_types)
-    r = x.sum(axis=0) / total
-    p = x.shape[0]
-    if p < 2:
-        return r, np.full(n_types, np.nan)
-    resid = x - np.outer(m, r)
-    var = p / (p - 1) * (resid**2).sum(axis=0) / total**2
-    return r, var
-
-
-def _bootstrap(x: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """n_boot x types bootstrap shares, resampling problems with replacement."""
-    p = x.shape[0]
-    if p == 0:
-        return np.zeros((n_boot, x.shape[1]))
-    w = rng.multinomial(p, np.full(p, 1.0 / p), size=n_boot).astype(float)
-    tot = w @ x
-    s = tot.sum(axis=1, keepdims=True)
-    out: np.ndarray = np.divide(tot, s, out=np.zeros_like(tot), where=s > 0)
-    return out
-
-
 def checkpoint_shares(
-    wrong_labelled: pd.DataFrame,
-    checkpoints: list[str],
-    types: list[str],
-    *,
-    seed: int = 0,
-    n_boot: int = 1000,
-) -> tuple[list[CheckpointShares], dict[str, np.ndarray]]:
-    """Per checkpoint: shares with intervals, plus the bootstrap draws (for the shifts)."""
+    dists: Mapping[str, ErrorDistribution], checkpoints: list[str], types: list[str]
+) -> list[CheckpointShares]:
+    """Per checkpoint, its shares, intervals and the judge's variances of ``types``, all from
+    its error distribution's estimates (``dists``: by checkpoint)."""
     out: list[CheckpointShares] = []
-    draws: dict[str, np.ndarray] = {}
-    by_ck = dict(tuple(wrong_labelled.groupby("checkpoint", sort=False)))
-    for i, ck in enumerate(checkpoints):
-        rows = by_ck.get(ck, wrong_labelled.iloc[:0])
-        x = _problem_matrix(rows, types)
-        r, var = _shares(x, len(types))
-        boot = _bootstrap(x, n_boot, np.random.default_rng([seed, i]))
-        draws[ck] = boot
-        lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+    for ck in checkpoints:
+        d = dists.get(ck)
+        judged = None if d is None else d.judge_estimate
+        if d is None or judged is None:
+            zeros = dict.fromkeys(types, 0.0)
+            out.append(
+                CheckpointShares(
+                    checkpoint=ck, n_labelled=0, n_problems=0, shares=zeros, ci={}, variance=zeros
+                )
+            )
+            continue
+        at = {c: i for i, c in enumerate(judged.categories)}
+        if d.error_dist_corrected is not None:
+            shares = {t: v for t, v in d.error_dist_corrected.items() if v is not None}
+            ci = {t: c for t, c in (d.error_dist_ci or {}).items() if c is not None}
+        else:
+            shares = {t: v for t, v in (d.error_dist or {}).items() if t in types}
+            ci = {t: c for t, c in (d.error_dist_raw_ci or {}).items() if c is not None}
         out.append(
             CheckpointShares(
                 checkpoint=ck,
-                n_labelled=len(rows),
-                n_problems=int((x.sum(axis=1) > 0).sum()),
-                counts={t: int(v) for t, v in zip(types, _raw_counts(rows, types), strict=True)},
-                shares={t: float(v) for t, v in zip(types, r, strict=True)},
-                ci={t: (float(a), float(b)) for t, a, b in zip(types, lo, hi, strict=True)},
-                variance={t: float(v) for t, v in zip(types, var, strict=True)},
+                n_labelled=judged.n,
+                n_problems=judged.n_units,
+                shares=shares,
+                ci=ci,
+                variance={t: float(judged.cov[at[t], at[t]]) for t in types},
             )
         )
-    return out, draws
+    return out
 
 
 def _omnibus(
     a: CheckpointShares, b: CheckpointShares, types: list[str]
 ) -> tuple[float, int, float, float]:
     """Rao-Scott corrected chi-square: statistic, dof, design effect, raw p-value."""
-    present = [t for t in types if a.counts[t] + b.counts[t] > 0]
+    present = [t for t in types if a.shares[t] + b.shares[t] > 0]
     # shares x labels: the counts themselves, or the design-weighted ones under a label budget
     table = np.array(
         [[cs.shares[t] * cs.n_labelled for t in present] for cs in (a, b)], dtype=float
@@ -270,12 +217,17 @@ def _jsd(pa: np.ndarray, pb: np.ndarray) -> float:
     return distance**2
 
 
+def _critical(level: float) -> float:
+    """The two-sided normal critical value of ``level`` (1.96 at 0.95)."""
+    return float(stats.norm.ppf(0.5 + level / 2))
+
+
 def distribution_shifts(
-    shares: list[CheckpointShares],
-    draws: dict[str, np.ndarray],
-    types: list[str],
+    shares: list[CheckpointShares], types: list[str], *, level: float = LEVEL
 ) -> list[Shift]:
-    """Shifts between consecutive checkpoints of ``shares`` (in checkpoint order)."""
+    """Shifts between consecutive checkpoints of ``shares`` (in checkpoint order); intervals
+    of the changes at ``level``."""
+    z = _critical(level)
     shifts: list[Shift] = []
     for a, b in itertools.pairwise(shares):
         few = [
@@ -285,7 +237,7 @@ def distribution_shifts(
         ]
         changes = []
         # A checkpoint without labels has no distribution: nothing changed "by 0 pp".
-        for j, t in enumerate(types if a.n_labelled and b.n_labelled else []):
+        for t in types if a.n_labelled and b.n_labelled else []:
             ra, rb = a.shares[t], b.shares[t]
             p_raw: float | None = None
             ci: tuple[float, float] | None = None
@@ -296,9 +248,8 @@ def distribution_shifts(
                     if se == 0 or not np.isfinite(se)
                     else float(2 * stats.norm.sf(abs(rb - ra) / se))
                 )
-                d = draws[b.checkpoint][:, j] - draws[a.checkpoint][:, j]
-                lo, hi = np.percentile(d, [2.5, 97.5])
-                ci = (float(lo), float(hi))
+                # the z test's interval: it excludes 0 exactly when p_raw < 1 - level
+                ci = (rb - ra - z * se, rb - ra + z * se) if np.isfinite(se) else None
             h = 2 * np.arcsin(np.sqrt(rb)) - 2 * np.arcsin(np.sqrt(ra))
             changes.append(
                 TypeChange(
@@ -372,6 +323,7 @@ def _estimator_pair(
     a: tuple[np.ndarray, np.ndarray],
     b: tuple[np.ndarray, np.ndarray],
     types: list[str],
+    z: float,
 ) -> Shift:
     """The Wald and per-type z tests of one pair from the estimates and covariances."""
     delta = b[0] - a[0]
@@ -387,7 +339,7 @@ def _estimator_pair(
                 share_before=float(a[0][j]),
                 share_after=float(b[0][j]),
                 delta=float(delta[j]),
-                ci=(float(delta[j] - 1.96 * se[j]), float(delta[j] + 1.96 * se[j])),
+                ci=(float(delta[j] - z * se[j]), float(delta[j] + z * se[j])),
                 cohen_h=float(2 * np.arcsin(np.sqrt(rb)) - 2 * np.arcsin(np.sqrt(ra))),
                 p_value=p_raw,
                 p_raw=p_raw,
@@ -418,10 +370,16 @@ def _estimator_pair(
 
 
 def estimator_shifts(
-    dists: Sequence[ErrorDistribution | None], checkpoints: list[str], types: list[str]
+    dists: Sequence[ErrorDistribution | None],
+    checkpoints: list[str],
+    types: list[str],
+    *,
+    level: float = LEVEL,
 ) -> list[Shift]:
     """Shifts between consecutive checkpoints from their corrected error distributions
-    (``dists`` in checkpoint order): the tests of the module docstring, BH-adjusted."""
+    (``dists`` in checkpoint order): the tests of the module docstring, BH-adjusted;
+    intervals of the changes at ``level``."""
+    z = _critical(level)
     shifts: list[Shift] = []
     for (ck_a, da), (ck_b, db) in itertools.pairwise(zip(checkpoints, dists, strict=True)):
         both = [
@@ -451,7 +409,7 @@ def estimator_shifts(
                 )
             )
             continue
-        shifts.append(_estimator_pair(ck_a, ck_b, a, b, both))
+        shifts.append(_estimator_pair(ck_a, ck_b, a, b, both, z))
     for s, adj in zip(shifts, bh_adjust([s.p_raw for s in shifts]), strict=True):
         s.p_value = adj
     flat = [c for s in shifts for c in s.changes]

@@ -1,5 +1,14 @@
 """Vote metrics per checkpoint: counts, pass@k, maj@k, answer statistics, coverage."""
 
+from misstep.metrics._bootstrap import (
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    LEVEL,
+    Strata,
+    percentile_ci,
+    resample_counts,
+    stratify,
+)
 from misstep.metrics._boundary import boundary_interval
 from misstep.metrics._compare import Comparison, compare_runs
 from misstep.metrics._counts import ProblemCounts, problem_counts
@@ -27,6 +36,9 @@ from misstep.metrics._voting import AggregatorScore, VotingRow, voting_table
 
 __all__ = [
     "DEFAULT_KS",
+    "DEFAULT_N_BOOT",
+    "DEFAULT_SEED",
+    "LEVEL",
     "AggregatorScore",
     "Change",
     "CheckpointChange",
@@ -36,6 +48,7 @@ __all__ = [
     "MajEstimate",
     "MajMethod",
     "ProblemCounts",
+    "Strata",
     "VotingRow",
     "boundary_interval",
     "check_ks",
@@ -50,9 +63,12 @@ __all__ = [
     "order_checkpoints",
     "pass_at_k",
     "pass_at_k_one",
+    "percentile_ci",
     "problem_counts",
     "problem_stats",
+    "resample_counts",
     "share_ci",
+    "stratify",
     "verdict",
     "vote_metrics",
     "voting_table",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from misstep.metrics._bootstrap import LEVEL
+
 __all__ = ["boundary_interval"]
 
 
-def boundary_interval(share: float, n: int, level: float = 0.95) -> tuple[float, float]:
+def boundary_interval(share: float, n: int, level: float = LEVEL) -> tuple[float, float]:
     """Exact Clopper-Pearson interval of a share seen in none (``share`` 0) or all (``share``
     1) of ``n`` independent units: ``(0, 1 - (alpha/2)^(1/n))`` or its mirror. Every resample
     of 0 of ``n`` is 0 again, so a bootstrap says [0, 0]; this says how large the share can

@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field
 
 from misstep.errors import AnalysisError, OptionError
 from misstep.metrics._answer_stats import agreement_means
+from misstep.metrics._bootstrap import DEFAULT_SEED
 from misstep.metrics._intervals import mean_ci
 from misstep.metrics._ks import k_fits
 
@@ -216,12 +217,12 @@ def compare_runs(
     metric: str = "maj",
     n_perm: int = 2000,
     n_resample: int = 500,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
 ) -> Comparison:
     """Compare two graded tables (one checkpoint each, datasets pooled) on their shared
     problems (module docstring). Answer classes are matched by their canonical keys."""
     if metric not in COMPARE_METRICS:
-        raise OptionError(option="--metric", value=metric, allowed=" or ".join(COMPARE_METRICS))
+        raise OptionError(option="metric", value=metric, allowed=" or ".join(COMPARE_METRICS))
     key_a = set((a["dataset"].astype(str) + "/" + a["problem_id"].astype(str)).tolist())
     key_b = set((b["dataset"].astype(str) + "/" + b["problem_id"].astype(str)).tolist())
     keys = sorted(key_a & key_b)

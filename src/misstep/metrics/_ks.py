@@ -56,21 +56,21 @@ def k_fits(k: int, fewest: int) -> bool:
     return 1 <= k <= fewest
 
 
-def check_ks(ks: Iterable[int], most: int, *, option: str = "--k") -> list[int]:
+def check_ks(ks: Iterable[int], most: int) -> list[int]:
     """The requested ks, sorted and distinct, when ``most`` samples per problem allow every
-    one; else an ``OptionError`` whose hint is a ``--k`` that these samples allow (the
-    requested ks that fit, and ``most`` itself)."""
+    one; else an ``OptionError`` (field ``ks``) whose hint is ks that these samples allow
+    (the requested ks that fit, and ``most`` itself)."""
     wanted = sorted({int(k) for k in ks})
     if not wanted:
-        raise OptionError(option=option, value=[], allowed="at least one k >= 1")
+        raise OptionError(option="ks", value=[], allowed="at least one k >= 1")
     if wanted[0] < 1:
-        raise OptionError(option=option, value=wanted[0], allowed="every k must be >= 1")
+        raise OptionError(option="ks", value=wanted[0], allowed="every k must be >= 1")
     if most and wanted[-1] > most:
         valid = sorted({k for k in wanted if k <= most} | {most})
         raise OptionError(
-            option=option,
+            option="ks",
             value=",".join(str(k) for k in wanted),
             allowed=f"k <= {most}, the most samples any problem has",
-            hint=f"pass ks these samples allow, e.g. {option} {','.join(map(str, valid))}",
+            hint="pass ks these samples allow, e.g. {option} " + ",".join(map(str, valid)),
         )
     return wanted

@@ -37,6 +37,8 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
+from misstep.metrics._bootstrap import DEFAULT_SEED
+
 __all__ = [
     "MAX_ENUMERATED_SUBSETS",
     "MIN_MC_SUBSETS",
@@ -187,7 +189,7 @@ def maj_at_k_one(
     n_none: int,
     k: int,
     *,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     mc_subsets: int = MIN_MC_SUBSETS,
     max_dp_steps: int | None = None,
 ) -> MajEstimate:
@@ -225,7 +227,7 @@ def maj_at_k_signatures(
     signatures: IntArray,
     k: int,
     *,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     mc_subsets: int = MIN_MC_SUBSETS,
     max_dp_steps: int | None = None,
 ) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_]]:

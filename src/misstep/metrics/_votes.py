@@ -32,14 +32,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from misstep.metrics._answer_stats import UNDEFINED_NOTE, agreement_means, answer_stats
+from misstep.metrics._bootstrap import DEFAULT_N_BOOT, DEFAULT_SEED, resample_counts
 from misstep.metrics._counts import ProblemCounts, problem_counts
-from misstep.metrics._intervals import (
-    DEFAULT_N_BOOT,
-    mean_ci,
-    resample_counts,
-    share_ci,
-    verdict,
-)
+from misstep.metrics._intervals import mean_ci, share_ci, verdict
 from misstep.metrics._ks import check_ks, k_fits
 from misstep.metrics._majk import MIN_MC_SUBSETS, maj_at_k_signatures
 from misstep.metrics._order import order_checkpoints
@@ -243,7 +238,7 @@ def vote_metrics(
     ks: Iterable[int],
     *,
     by_dataset: bool | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     mc_subsets: int = MIN_MC_SUBSETS,
     n_boot: int = DEFAULT_N_BOOT,
 ) -> list[CheckpointMetrics]:

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from misstep.metrics._bootstrap import DEFAULT_SEED
 from misstep.metrics._counts import ProblemCounts, problem_counts
 from misstep.metrics._ks import check_ks, k_fits
 from misstep.metrics._majk import maj_at_k_one
@@ -323,7 +324,7 @@ def voting_table(
     windows: Iterable[int] = DEFAULT_WINDOWS,
     early_stops: Iterable[tuple[int, int]] = DEFAULT_EARLY_STOP,
     by_dataset: bool | None = None,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     weights: pd.Series | None = None,
     weight_name: str = "weight",
 ) -> list[VotingRow]:

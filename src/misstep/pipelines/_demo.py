@@ -12,11 +12,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from misstep.agreement import AnalysisConfig, load_labelled_run
 from misstep.judge import JudgeConfig
 from misstep.metrics import CheckpointMetrics, coverage, vote_metrics
 from misstep.pipelines._analyse import analyse_run, write_run_report
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, run_labeling
 from misstep.pipelines._synthetic import make_synthetic_run
+from misstep.rollouts import load_graded
 from misstep.taxonomy import load_taxonomy
 
 __all__ = ["DEMO_KS", "DemoResult", "run_demo"]
@@ -74,7 +76,9 @@ def run_demo(
         taxonomy=load_taxonomy(),
         progress=label_progress,
     )
-    analysis = analyse_run(traces, run_dir, ks=DEMO_KS, seed=seed)
+    config = AnalysisConfig(seed=seed)
+    labelled = load_labelled_run(run_dir, load_graded(traces), full=True, config=config)
+    analysis = analyse_run(labelled, ks=DEMO_KS)
     metrics = vote_metrics(analysis.graded, DEMO_KS, seed=seed)
     summary = _write_json(out / "summary.json", [m.to_json() for m in metrics])
     cover = _write_json(out / "coverage.json", coverage(analysis.graded).to_json())

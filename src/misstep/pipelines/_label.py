@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
 from pydantic import BaseModel, Field
 
-from misstep.errors import JudgeUnavailableError, OptionError
+from misstep.errors import JudgeUnavailableError
 from misstep.judge import (
     Judge,
     JudgeRequest,
@@ -57,6 +57,7 @@ from misstep.labels import (
     skipped_record,
 )
 from misstep.metrics import order_checkpoints
+from misstep.pipelines._records import record_manifest
 from misstep.prompts import render_judge_prompt
 from misstep.rollouts import Trace
 
@@ -141,22 +142,23 @@ class LiveLabeller:
     actor hands it back."""
 
     judge: Judge
-    config: JudgeConfig
-    taxonomy: Taxonomy
+    spec: JudgeSpec
+    """The run's one specification (the judge's own, else made from the configuration)."""
     run: LabelRun | None
     """Where records go; None: built only (a Ray actor hands them back to the driver)."""
     progress: LabelProgress
     on_progress: Callable[[LabelProgress], None] | None
-    call_limit: int
-    """Requests in flight at most (the semaphore ``calls``)."""
     down_streak: int = 0
     """Traces in a row whose every request said the server is unusable."""
     stop: JudgeUnavailableError | None = None
     """Set once the streak reaches ``STOP_AFTER_SERVER_DOWN``: schedule nothing more."""
 
     def __post_init__(self) -> None:
-        self.spec = JudgeSpec(self.config, self.taxonomy)
-        self.call_limit = max(1, self.call_limit)
+        self.config = self.spec.config
+        """The run's configuration, the model resolved."""
+        # A batching backend (vllm) asks for more requests in flight to fill its batches.
+        self.call_limit = self.spec.in_flight(self.judge.preferred_concurrency)
+        """Requests in flight at most (the semaphore ``calls``)."""
         self.calls = asyncio.Semaphore(self.call_limit)
 
     def write(self, label: StoredLabel) -> None:
@@ -234,17 +236,18 @@ class LiveLabeller:
             )  # fmt: skip
         # Splitting and rendering are CPU work: a long trace is done in a worker thread so that
         # the event loop keeps the other requests flowing.
+        config = self.config
         rendered = await _off_loop(
             _chars(trace),
             render_judge_prompt,
-            self.taxonomy,
+            self.spec.taxonomy,
             trace,
             answer,
-            max_trace_tokens=self.config.max_trace_tokens,
+            max_trace_tokens=config.max_trace_tokens,
         )
         steps = list(rendered.steps)
-        schema = bounded_schema(self.spec.schema, len(steps), max_tokens=self.config.max_tokens)
-        samples = max(1, self.config.samples)
+        schema = bounded_schema(self.spec.schema, len(steps), max_tokens=config.max_tokens)
+        samples = max(1, config.samples)
         one_request = samples > 1 and self.judge.supports_n
         requests = [
             JudgeRequest(
@@ -252,7 +255,7 @@ class LiveLabeller:
                 final_answer=answer,
                 steps=steps,
                 messages=rendered.messages,
-                seed=request_seed(self.config.seed, trace.trace_id, i),
+                seed=request_seed(config.seed, trace.trace_id, i),
                 trace_cut=rendered.trace_cut,
                 n=samples if one_request else 1,
                 schema=schema,
@@ -273,7 +276,7 @@ class LiveLabeller:
             results,
             steps,
             judge=self.judge.judge_id,
-            samples=self.config.samples,
+            samples=config.samples,
             order=self.spec.order,
             attempts=attempts,
             latency_ms=wall_ms,
@@ -318,14 +321,6 @@ async def arun_labeling(
 
     ``judge`` overrides the backend built from ``config`` (tests, embedding). Raises
     JudgeUnavailableError before writing anything when the judge server cannot be reached."""
-    if config.samples > 1 and config.temperature <= 0:
-        raise OptionError(
-            option="--samples",
-            value=config.samples,
-            allowed="1 at temperature 0: greedy samples are copies of one another, so their "
-            "agreement would always be 1",
-            hint="pass --temperature above 0 (e.g. 0.7) with --samples",
-        )
     return await _arun(
         Path(traces_path),
         Path(run_dir),
@@ -351,6 +346,7 @@ async def _arun(
     digest = LabelRun.check_input(traces_path, run_dir)
     # A judge is built (its server probed) before anything is written.
     judge = declared(judge) if judge is not None else create_judge(config, taxonomy)
+    spec = judge.spec or JudgeSpec(config, taxonomy)
     state = LabelProgress()
     try:
         with LabelRun.open(
@@ -370,13 +366,10 @@ async def _arun(
                 "per_checkpoint",
                 "pilot",
             )
-            JudgeSpec(config, taxonomy).record_manifest(run, recorded, judge=judge)
-            # A batching backend (vllm) asks for more requests in flight to fill its batches.
+            record_manifest(run, spec, recorded, judge=judge)
             live = LiveLabeller(
-                call_limit=max(1, config.concurrency, judge.preferred_concurrency),
                 judge=judge,
-                config=config,
-                taxonomy=taxonomy,
+                spec=spec,
                 run=run,
                 progress=state,
                 on_progress=progress,

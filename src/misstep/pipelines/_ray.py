@@ -47,13 +47,10 @@ from misstep.judge import (
     JudgeConfig,
     JudgeResult,
     JudgeSpec,
-    RetryPolicy,
     create_judge,
     engine_request,
     engine_settings,
-    first_attempt,
     import_backend,
-    next_attempt,
     parse_completion,
 )
 from misstep.labels import (
@@ -65,6 +62,7 @@ from misstep.labels import (
     skipped_record,
 )
 from misstep.pipelines._label import LabelProgress, LabelRunSummary, LiveLabeller
+from misstep.pipelines._records import record_manifest, round_record
 from misstep.rollouts import Trace
 
 if TYPE_CHECKING:
@@ -87,11 +85,11 @@ def check_engine_samples(config: JudgeConfig) -> None:
     refused there (before anything starts)."""
     if config.samples > 1:
         raise OptionError(
-            option="--samples",
+            option="samples",
             value=config.samples,
-            allowed="1 with --ray and --judge vllm: Ray's vLLM processor keeps only the first "
+            allowed="1 on Ray with the vllm backend: Ray's vLLM processor keeps only the first "
             "output of a request",
-            hint="use --ray with --judge openai (servers) for several samples per trace",
+            hint="label on Ray with the openai backend (servers) for several samples per trace",
         )
 
 
@@ -107,12 +105,10 @@ class _JudgeActor:
         judge = create_judge(self.config, self.taxonomy)
         self.run = LiveLabeller(
             judge=judge,
-            config=self.config,
-            taxonomy=self.taxonomy,
+            spec=judge.spec or JudgeSpec(self.config, self.taxonomy),
             run=None,
             progress=LabelProgress(),
             on_progress=None,
-            call_limit=self.config.concurrency,
         )
 
     def __call__(self, batch: pd.DataFrame) -> pd.DataFrame:
@@ -162,9 +158,9 @@ def label_with_ray(
     ray = import_ray()
     start = time.perf_counter()
     traces_path, run_dir = Path(traces_path), Path(run_dir)
-    spec = JudgeSpec(config, taxonomy)
     digest = LabelRun.check_input(traces_path, run_dir)
     judge = None if engine else create_judge(config, taxonomy)
+    spec = (judge.spec if judge is not None else None) or JudgeSpec(config, taxonomy)
     counts = _Counts()
     try:
         with LabelRun.open(
@@ -176,7 +172,7 @@ def label_with_ray(
             seed=config.seed,
         ) as run:
             work = run_dir / WORK_FILE
-            rows = _write_work(run, config, engine, counts, work)
+            rows = _write_work(run, spec, engine, counts, work)
             recorded = {
                 "mode": "ray-engine" if engine else "ray",
                 "actors": actors,
@@ -184,13 +180,13 @@ def label_with_ray(
                     "include_correct", "limit", "per_checkpoint", "pilot", "skip_invalid"
                 ),
             }
-            spec.record_manifest(run, recorded, judge=judge)
+            record_manifest(run, spec, recorded, judge=judge)
             if rows:
                 dataset = ray.data.read_parquet(str(work))
                 if engine:
                     records = _engine_records(dataset, spec, run.judge_id, actors, batch_size)
                 else:
-                    records = _actor_records(ray, dataset, config, actors, batch_size)
+                    records = _actor_records(ray, dataset, spec.config, actors, batch_size)
                 for raw in records:
                     counts.add(run, StoredLabel.model_validate_json(raw))
             work.unlink(missing_ok=True)
@@ -234,14 +230,14 @@ class _Counts:
 
 def _write_work(
     run: LabelRun,
-    config: JudgeConfig,
+    spec: JudgeSpec,
     engine: bool,
     counts: _Counts,
     work: Path,
 ) -> int:
     """The rows to judge into ``work`` (Parquet, in pieces); the skipped records written. The
     number of rows."""
-    policy = RetryPolicy()
+    samples = spec.config.samples
     writer = _ParquetRows(work)
     batch: list[dict[str, Any]] = []
     rows = 0
@@ -249,9 +245,7 @@ def _write_work(
         trace = todo.trace
         if todo.action is Action.SKIP:
             if todo.write:
-                counts.add(
-                    run, skipped_record(trace, run.judge_id, str(todo.reason), config.samples)
-                )
+                counts.add(run, skipped_record(trace, run.judge_id, str(todo.reason), samples))
             else:
                 counts.status["skipped"] += 1
             continue
@@ -260,7 +254,7 @@ def _write_work(
             counts.status["ok"] += 1
             continue
         previous = run.retry_of(trace.trace_id) if engine else None
-        plan = _plan(previous, trace, config, policy)
+        plan = _plan(previous, trace, spec)
         if plan is None:  # the retry policy keeps the cut or broken reply
             counts.status[str(previous["status"] if previous else "")] += 1
             continue
@@ -339,21 +333,19 @@ class _ParquetRows:
             os.unlink(self.path)
 
 
-def _plan(
-    previous: dict[str, Any] | None, trace: Trace, config: JudgeConfig, policy: RetryPolicy
-) -> str | None:
+def _plan(previous: dict[str, Any] | None, trace: Trace, spec: JudgeSpec) -> str | None:
     """The attempt to send for a trace, as JSON (``Attempt.as_dict``: kind, seed, temperature,
     the attempts before, and for a re-ask the broken reply and its problem); None when the
     retry policy keeps the stored cut or broken reply."""
-    attempt = next_attempt(config, trace.trace_id, previous, policy)
+    attempt = spec.next_attempt(trace.trace_id, previous)
     return None if attempt is None else json.dumps(attempt.as_dict())
 
 
-def _engine_row(row: dict[str, Any], config: JudgeConfig, taxonomy: Taxonomy) -> dict[str, Any]:
+def _engine_row(row: dict[str, Any], spec: JudgeSpec) -> dict[str, Any]:
     """A Ray row of one trace: the live path's chat body through the one adapter."""
     trace = Trace.model_validate_json(row["trace"])
-    attempt = Attempt.from_dict(json.loads(row["plan"]), first_attempt(config, trace.trace_id))
-    body = JudgeSpec(config, taxonomy).attempt_body(trace, row["answer"] or None, attempt)
+    attempt = Attempt.from_dict(json.loads(row["plan"]), spec.first_attempt(trace.trace_id))
+    body = spec.attempt_body(trace, row["answer"] or None, attempt)
     request = engine_request(body)
     return {**row, "messages": request.messages, "sampling_params": request.sampling}
 
@@ -364,7 +356,7 @@ def _engine_records(
     """Records from Ray's vLLM engine processor (see the module docstring)."""
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    config, taxonomy = spec.config, spec.taxonomy
+    config = spec.config
     template_kwargs = spec.template_kwargs()
     settings = engine_settings(config)
     settings.pop("seed", None)  # per request
@@ -387,7 +379,7 @@ def _engine_records(
             concurrency=actors,
             batch_size=batch_size,
         ),
-        preprocess=lambda row: _engine_row(row, config, taxonomy),
+        preprocess=lambda row: _engine_row(row, spec),
         postprocess=lambda row: {
             "trace": row["trace"],
             "answer": row["answer"],
@@ -421,7 +413,8 @@ def _engine_record(row: dict[str, Any], spec: JudgeSpec, judge_id: str) -> str:
         return parse_completion(completion, spec.label_type, n_steps=n_steps, max_tokens=max_tokens)
 
     prob = float(row["inclusion_prob"])
-    return spec.round_record(
+    return round_record(
+        spec,
         Trace.model_validate_json(row["trace"]),
         row["answer"] or None,
         results_of,

@@ -40,10 +40,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from misstep.defaults import SelectDefaults
 from misstep.errors import JudgeUnavailableError, LabelStoreError, OptionError
 from misstep.judge import JudgeConfig, JudgeRequest, JudgeSpec, request_seed
 from misstep.labels import SELECTIONS_FILE, LabelRun, LabelStatus
 from misstep.pipelines._label import STOP_AFTER_SERVER_DOWN
+from misstep.pipelines._records import manifest_of
+from misstep.prompts import fence
 from misstep.rollouts import Trace, load_graded, read_traces
 
 if TYPE_CHECKING:
@@ -152,12 +155,6 @@ def _judge_id(config: JudgeConfig) -> str:
     return judge_id(config, "select", prompt, Selection.model_json_schema(), kind="select")
 
 
-def _fence(text: str, limit: int) -> str:
-    # Keep the end, where the final answer is; never let the text close its own tag.
-    cut = text if len(text) <= limit else "[...] " + text[-limit:]
-    return cut.replace("</candidate>", "</ candidate>").replace("</problem>", "</ problem>")
-
-
 def _candidates(graded: pd.DataFrame, k: int) -> dict[tuple[str, str, str], list[Candidate]]:
     answered = graded.loc[graded["answer_class"].notna()]
     out: dict[tuple[str, str, str], list[Candidate]] = {}
@@ -189,8 +186,8 @@ def run_selection(
     config: JudgeConfig,
     *,
     taxonomy: Taxonomy,
-    max_candidates: int = 8,
-    max_candidate_chars: int = 6000,
+    max_candidates: int = SelectDefaults.max_candidates,
+    max_candidate_chars: int = SelectDefaults.max_candidate_chars,
     input_format: str | None = None,
     regrade: bool = False,
     cache: bool = True,
@@ -201,10 +198,10 @@ def run_selection(
 
     if config.backend != "openai":
         raise OptionError(
-            option="--judge", value=config.backend, allowed="openai (a server of the model)"
+            option="backend", value=config.backend, allowed="openai (a server of the model)"
         )
     if max_candidates < 2:
-        raise OptionError(option="--max-candidates", value=max_candidates, allowed="2 or more")
+        raise OptionError(option="max_candidates", value=max_candidates, allowed="2 or more")
     traces_path, run_dir = Path(traces_path), Path(run_dir)
     digest = LabelRun.check_input(traces_path, run_dir)
     graded = load_graded(
@@ -228,13 +225,14 @@ def run_selection(
     schema["additionalProperties"] = False
     schema["required"] = ["analysis", "choice"]
     judge = backend.for_label(Selection, schema, jid)
-    manifest = JudgeSpec(config, taxonomy).manifest(
+    spec = backend.spec or JudgeSpec(config, taxonomy)
+    manifest = manifest_of(
+        spec,
         traces_path,
         judge_id=backend.judge_id,
         digest=digest,
         options={"mode": "select", "max_candidates": max_candidates},
-        server_model=backend.server_model,
-        server=backend.server_info,
+        judge=backend,
     )
     with LabelRun.selections(run_dir, manifest) as out:
         done = {
@@ -250,7 +248,7 @@ def run_selection(
                 todo,
                 cands,
                 texts,
-                config,
+                spec,
                 jid,
                 max_candidate_chars,
                 out.append,
@@ -266,13 +264,27 @@ def run_selection(
     )
 
 
+def _messages(shown: list[Candidate], texts: dict[str, Trace], limit: int) -> list[dict[str, str]]:
+    """The selection prompt: the problem and each candidate fenced as data, each text keeping
+    its end (where the final answer is); none can close or forge a block."""
+    problem = next((texts[c.trace_id].problem for c in shown if texts.get(c.trace_id)), None)
+    shown_problem = problem or "(problem text not given)"
+    parts = [fence("problem", shown_problem, others=("candidate",), keep_last=limit)]
+    for i, cand in enumerate(shown):
+        trace = texts.get(cand.trace_id)
+        body = trace.response if trace is not None else ""
+        number = f' number="{i}"'
+        parts.append(fence("candidate", body, attrs=number, others=("problem",), keep_last=limit))
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
 async def _select_all(
     judge: Any,
     backend: Any,
     todo: list[tuple[str, str, str]],
     cands: dict[tuple[str, str, str], list[Candidate]],
     texts: dict[str, Trace],
-    config: JudgeConfig,
+    spec: JudgeSpec,
     jid: str,
     limit: int,
     write: Any,
@@ -281,7 +293,8 @@ async def _select_all(
     """Ask every failure of ``todo``; each record is written (``write``) as it arrives.
     Returns the number written; raises JudgeUnavailableError when the servers stop
     answering."""
-    gate = asyncio.Semaphore(config.concurrency)
+    config = spec.config
+    gate = asyncio.Semaphore(spec.in_flight(backend.preferred_concurrency))
     down_streak = 0
 
     async def one(key: tuple[str, str, str]) -> SelectionRecord:
@@ -304,16 +317,7 @@ async def _select_all(
                 **base,
             )
         first = texts.get(shown[0].trace_id)
-        problem = next((texts[c.trace_id].problem for c in shown if texts.get(c.trace_id)), None)
-        parts = [f"<problem>\n{_fence(problem or '(problem text not given)', limit)}\n</problem>"]
-        for i, cand in enumerate(shown):
-            trace = texts.get(cand.trace_id)
-            body = _fence(trace.response if trace is not None else "", limit)
-            parts.append(f'<candidate number="{i}">\n{body}\n</candidate>')
-        messages = [
-            {"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": "\n\n".join(parts)},
-        ]
+        messages = _messages(shown, texts, limit)
         schema = copy.deepcopy(base_schema)
         schema["properties"]["choice"]["maximum"] = len(shown) - 1
         request = JudgeRequest(

@@ -1,5 +1,6 @@
 """Judge prompt templates (files under ``templates/``) and their rendering."""
 
+from misstep.prompts._fence import disarm_tags, fence
 from misstep.prompts._render import (
     RenderedPrompt,
     estimate_tokens,
@@ -8,4 +9,12 @@ from misstep.prompts._render import (
 )
 from misstep.prompts._steps import split_steps
 
-__all__ = ["RenderedPrompt", "estimate_tokens", "prompt_hash", "render_judge_prompt", "split_steps"]
+__all__ = [
+    "RenderedPrompt",
+    "disarm_tags",
+    "estimate_tokens",
+    "fence",
+    "prompt_hash",
+    "render_judge_prompt",
+    "split_steps",
+]

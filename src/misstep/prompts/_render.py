@@ -29,7 +29,9 @@ from pathlib import Path
 
 import jinja2
 
+from misstep.defaults import JudgeDefaults
 from misstep.errors import InputFormatError
+from misstep.prompts._fence import disarm_tags
 from misstep.prompts._steps import split_steps
 from misstep.rollouts import Trace
 from misstep.taxonomy import Taxonomy
@@ -47,9 +49,7 @@ TEMPLATE_NAMES = ("judge_system.j2", "judge_user.j2")
 
 _MARKER_TOKENS = 16  # room kept for the omission marker line
 # A fence tag written inside untrusted text would end the data block early: disarm it.
-_FENCE_TAG = re.compile(
-    r"<(\s*/?\s*(?:trace|problem|reference_answer|final_answer)\b)", re.IGNORECASE
-)
+_FENCE_TAGS = ("trace", "problem", "reference_answer", "final_answer")
 # A line of untrusted text that looks like a harness line (a step header or an omission
 # marker) would let the trace forge its own numbering: such lines get a mark in front.
 _FORGED_LINE = re.compile(r"^(\s*)(step\s+\d+\s*:|\[\.\.\.)", re.IGNORECASE | re.MULTILINE)
@@ -140,7 +140,7 @@ def _system_message(template_dir: Path | None, taxonomy: Taxonomy) -> str:
 
 
 def _disarm(text: str) -> str:
-    return _FORGED_LINE.sub(r"\1‹\2", _FENCE_TAG.sub(r"‹\1", text))
+    return _FORGED_LINE.sub(r"\1‹\2", disarm_tags(text, _FENCE_TAGS))
 
 
 def _fit(text: str | None, max_tokens: int, missing: str) -> tuple[str, bool, int]:
@@ -216,7 +216,7 @@ def render_judge_prompt(
     trace: Trace,
     final_answer: str | None,
     *,
-    max_trace_tokens: int = 6000,
+    max_trace_tokens: int = JudgeDefaults.max_trace_tokens,
     template_dir: Path | None = None,
 ) -> RenderedPrompt:
     """The system and user messages asking the judge to label ``trace`` under ``taxonomy``."""

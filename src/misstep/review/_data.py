@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import secrets
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -27,25 +28,25 @@ from misstep.agreement import LabelledRun
 from misstep.errors import LabelStoreError, OptionError
 from misstep.labels import (
     ADJUDICATOR,
+    CANT_TELL,
     NO_ERROR_CHOICE,
     HumanLabel,
+    HumanLabelWriter,
     LabelStatus,
+    Reveal,
+    RevealIndex,
     StoredLabel,
-    human_label_files,
+    check_annotator,
+    gather_human_files,
+    labels_path,
     read_human_labels,
+    utc_now,
 )
 from misstep.metrics import order_checkpoints, problem_stats
 from misstep.prompts import split_steps
 from misstep.review._people import HumanState
-from misstep.review._queue import QueueItem, shuffled, stratified_queue, task_queue
+from misstep.review._queue import QueueItem, secret_order, stratified_queue, task_queue
 from misstep.review._texts import TraceTexts
-from misstep.review._writer import (
-    CANT_TELL,
-    HumanLabelWriter,
-    Reveal,
-    ReviewLabel,
-    check_annotator,
-)
 from misstep.rollouts import Trace
 
 __all__ = ["MAX_LIMIT", "BadRequest", "ReviewData", "TraceFilter"]
@@ -55,6 +56,8 @@ MAX_LIMIT = 500
 _UNLABELLED = "unlabelled"
 _MAX_NOTE = 4000
 _MAX_SIBLINGS = 200
+_METHOD = "misstep review"
+"""The ``mapping_method`` of the labels given here."""
 
 
 class BadRequest(Exception):
@@ -178,8 +181,12 @@ class ReviewData:
         with_judge: bool = False,
         hide_names: bool = False,
         seed: int = 0,
+        order_key: bytes | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> None:
+        """``seed`` draws the queue's sample (its membership is reproducible, as ``misstep
+        sample`` draws it); ``order_key``, the secret that orders it in blind mode (None: a
+        fresh random key, so two servers never serve one order)."""
         stage = on_stage or (lambda _name: None)
         run = labelled.run
         if run is None:
@@ -192,10 +199,12 @@ class ReviewData:
         self.with_judge = with_judge
         self.hide_names = hide_names
         self.texts = texts
-        path = Path(labelled.labels_path)
-        self.labels_file = path / "labels.jsonl" if path.is_dir() else path
+        self.labels_file = labels_path(labelled.labels_path)
         self.run_dir = self.labels_file.parent
         self.writer = HumanLabelWriter(self.run_dir)
+        self.reveals = RevealIndex(self.run_dir)
+        """Who was shown which judge label, read from the run directory whenever it counts
+        (several servers on one run agree)."""
         self.seed = seed
         table = run.table
         self.n = len(table)
@@ -236,7 +245,10 @@ class ReviewData:
             )
         )
         self.queue_source = f"task file {task.name}" if task is not None else "stratified draw"
-        self.queue: list[QueueItem] = shuffled(items, seed) if blind else items
+        # Blind: ordered by a keyed hash with a secret of this server, never by the public
+        # seed (un-shuffling would give back the sample's order, by the judge's strata).
+        key = order_key if order_key is not None else secrets.token_bytes(32)
+        self.queue: list[QueueItem] = secret_order(items, key) if blind else items
         self.weights = {q.trace_id: q.weight for q in self.queue}
 
     # --- loading ------------------------------------------------------------------------
@@ -348,7 +360,9 @@ class ReviewData:
         if f.todo:
             if annotator is None:
                 raise BadRequest("todo needs an annotator: whose labels?")
-            done = [self.row_of[t] for t in self.human.done.get(annotator, ()) if t in self.row_of]
+            with self._lock:  # the person's writes add to the set from other threads
+                mine = list(self.human.done.get(annotator, ()))
+            done = [self.row_of[t] for t in mine if t in self.row_of]
             mask[np.array(done, dtype=np.int64)] = False
         if f.q:
             mask &= self._search(f.q)
@@ -431,15 +445,28 @@ class ReviewData:
             "total": int(hits.size),
             "offset": offset,
             "limit": limit,
-            "items": [self._item(int(r), annotator) for r in page],
+            "items": [self._item(int(r), annotator, self._revealed(annotator)) for r in page],
         }
 
-    def _shows_judge(self, annotator: str | None, trace_id: str) -> bool:
-        """Whether the judge's label of the trace may be served to ``annotator``: always
-        without --blind, else only after a recorded reveal."""
-        return not self.blind or (str(annotator), trace_id) in self.human.revealed
+    def _revealed(self, annotator: str | None) -> frozenset[str]:
+        """The traces whose judge label ``annotator`` was shown (blind mode; read once per
+        request from the run directory, so several servers on one run agree)."""
+        return self.reveals.of(annotator) if self.blind else frozenset()
 
-    def _item(self, row: int, annotator: str | None) -> dict[str, Any]:
+    def _shows_judge(
+        self, annotator: str | None, trace_id: str, revealed: frozenset[str] | None = None
+    ) -> bool:
+        """Whether the judge's label of the trace may be served to ``annotator``: always
+        without --blind, else only after a reveal recorded in the run directory (by any
+        server on it; ``revealed``: the annotator's, read once for a page of items); never to
+        a request without a name."""
+        if not self.blind:
+            return True
+        return trace_id in (self._revealed(annotator) if revealed is None else revealed)
+
+    def _item(
+        self, row: int, annotator: str | None, revealed: frozenset[str] | None = None
+    ) -> dict[str, Any]:
         sample = self.sample_idx[row]
         trace_id = self.trace_ids[row]
         item: dict[str, Any] = {
@@ -453,7 +480,7 @@ class ReviewData:
             "correct": bool(self.correct[row]),
             "majority_failure": bool(self.majority_failure[row]),
         }
-        if self._shows_judge(annotator, trace_id):
+        if self._shows_judge(annotator, trace_id, revealed):
             item["judge"] = self._judge_column(row)
         if annotator is not None:
             item["human"] = self.human.current.get((annotator, trace_id))
@@ -596,8 +623,10 @@ class ReviewData:
 
     # --- people's labels ------------------------------------------------------------------
 
-    def _checked(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
-        """A label request's fields, validated (BadRequest, nothing written, when wrong)."""
+    def _checked(self, body: Any, annotator: str | None) -> dict[str, Any]:
+        """A label request's fields, validated (BadRequest, nothing written, when wrong).
+        ``annotator`` is whose label it is, as the server decided (from the token, or the
+        name a shared token's request gives); a body's own ``annotator`` must agree."""
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
         allowed = {"trace_id", "error_type", "first_error_step", "annotator", "note"}
@@ -607,7 +636,8 @@ class ReviewData:
         trace_id = body.get("trace_id")
         if not isinstance(trace_id, str) or trace_id not in self.row_of:
             raise BadRequest("unknown trace_id")
-        annotator = body.get("annotator") or default_annotator
+        if body.get("annotator") not in (None, "", annotator):
+            raise BadRequest("the body's annotator is not the one this request labels as")
         if annotator is None:
             raise BadRequest("no annotator: give your name first (or start with --annotator)")
         try:
@@ -645,49 +675,68 @@ class ReviewData:
             "judge": self.judge_id,
         }
 
-    def _store(self, label: ReviewLabel) -> dict[str, Any]:
+    def _store(self, fields: dict[str, Any], **more: Any) -> dict[str, Any]:
+        """Store a person's label (``fields`` from ``_checked``) and answer it as stored."""
+        label = HumanLabel(**fields, **more, mapping_method=_METHOD, created_at=utc_now())
         self.writer.append(label)
-        record = label.model_dump(mode="json")
         with self._lock:
-            self.human.add(record)
+            self.human.add(label)
             self._summary = None  # the corrected distributions change
-        return record
+        return label.model_dump(mode="json", exclude_none=True)
 
-    def add_label(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
-        """Validate and store one label; its weight is the trace's in the queue's sample (1
-        outside it), ``blind`` whether the judge was never revealed to this annotator here."""
-        fields = self._checked(body, default_annotator)
-        key = (fields["annotator"], fields["trace_id"])
-        label = ReviewLabel(
-            **fields,
-            blind=self.blind and key not in self.human.revealed,
+    def add_label(self, body: Any, annotator: str | None) -> dict[str, Any]:
+        """Validate and store one label of ``annotator``; its weight is the trace's in the
+        queue's sample (1 outside it), ``blind`` whether the judge's label of the trace had
+        not been revealed to this annotator (read from the run directory as the label is
+        written, so a reveal through another server on the run counts).
+
+        Answers the stored label, without its weight in blind mode: the weight is the inverse
+        inclusion probability of the trace's stratum, which names the judge's type (posting
+        "can't tell" everywhere and reading the weights told every type, issue 34, item 2)."""
+        fields = self._checked(body, annotator)
+        stored = self._store(
+            fields,
+            blind=self.blind and not self.reveals.has(fields["annotator"], fields["trace_id"]),
             weight=self.weights.get(fields["trace_id"], 1.0),
         )
-        return self._store(label)
+        if self.blind:
+            stored.pop("weight", None)
+        return stored
 
-    def reveal(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
-        """Show the judge's label of a trace to an annotator who has labelled it (blind
-        mode), recording the reveal first; answers the trace's detail."""
+    def reveal(self, body: Any, annotator: str | None) -> dict[str, Any]:
+        """Show the judge's label of a trace to ``annotator`` once they have labelled it
+        (blind mode), recording the reveal in the run directory first; answers the trace's
+        detail."""
         if not isinstance(body, dict) or not isinstance(body.get("trace_id"), str):
             raise BadRequest("the body must be {trace_id, annotator}")
         trace_id = body["trace_id"]
-        annotator = body.get("annotator") or default_annotator
+        if body.get("annotator") not in (None, "", annotator):
+            raise BadRequest("the body's annotator is not the one this request asks as")
         if trace_id not in self.row_of:
             raise BadRequest("unknown trace_id")
-        if not isinstance(annotator, str) or (annotator, trace_id) not in self.human.current:
+        if annotator is None or not self._has_labelled(annotator, trace_id):
             raise BadRequest("label the trace first: the judge is shown only after your answer")
-        if self.blind and (annotator, trace_id) not in self.human.revealed:
+        if self.blind and not self.reveals.has(annotator, trace_id):
             self.writer.append(Reveal(trace_id=trace_id, annotator=annotator, judge=self.judge_id))
-            with self._lock:
-                self.human.revealed.add((annotator, trace_id))
         return self.detail(trace_id, annotator)
 
-    def adjudicate(self, body: Any, default_annotator: str | None) -> dict[str, Any]:
-        """Store an adjudicator's decision on a trace people disagree on (role
-        ``adjudicator``, with the weight of the trace's sample, or the mean of its labels')."""
+    def _has_labelled(self, annotator: str, trace_id: str) -> bool:
+        """Whether ``annotator`` has a label of the trace: through this server, or in their
+        file of the run directory (written by another server on the run)."""
+        if (annotator, trace_id) in self.human.current:
+            return True
+        path = self.writer.path(annotator)
+        if not path.is_file():
+            return False
+        return any(h.trace_id == trace_id for h in read_human_labels(path))
+
+    def adjudicate(self, body: Any, annotator: str | None) -> dict[str, Any]:
+        """Store ``annotator``'s decision, as adjudicator, on a trace people disagree on (role
+        ``adjudicator``, with the weight of the trace's sample, or the mean of its labels').
+        The server lets only an adjudicator's token call this."""
         if not self.adjudicate_mode:
             raise BadRequest("start the server with --adjudicate to adjudicate")
-        fields = self._checked(body, default_annotator)
+        fields = self._checked(body, annotator)
         labels = self.human.by_trace.get(fields["trace_id"], {})
         if len(labels) < 1:
             raise BadRequest("nobody has labelled this trace: nothing to adjudicate")
@@ -695,8 +744,7 @@ class ReviewData:
         if weight is None:
             own = [self._label_weight(a, fields["trace_id"]) for a in labels]
             weight = sum(own) / len(own)
-        label = ReviewLabel(**fields, role=ADJUDICATOR, blind=False, weight=weight)
-        return self._store(label)
+        return self._store(fields, role=ADJUDICATOR, blind=False, weight=weight)
 
     def _label_weight(self, annotator: str, trace_id: str) -> float:
         for label in self.human_labels():
@@ -704,10 +752,16 @@ class ReviewData:
                 return label.weight
         return 1.0
 
-    def disagreements(self) -> dict[str, Any]:
+    def disagreements(self, adjudicator: str | None = None) -> dict[str, Any]:
         """The traces people disagree on (and with ``--with-judge`` those where a person and
         the judge disagree): each person's answer, step and note side by side (names as
-        "person 1", ... with ``--hide-names``), the judge's when asked, the decision so far."""
+        "person 1", ... with ``--hide-names``), the judge's when asked, the decision so far.
+        The server lets only an adjudicator's token call this.
+
+        Blind with ``--with-judge``, the list shows ``adjudicator`` the judge's answer of
+        every trace people have labelled (a trace left out is one where the judge agrees with
+        everyone): each is recorded as revealed to them first, so their own later labels of
+        those traces are stored ``blind: false``. That needs their name."""
         if not self.adjudicate_mode:
             raise BadRequest("start the server with --adjudicate to list disagreements")
         judge = {
@@ -715,8 +769,13 @@ class ReviewData:
             for t, r in self.label_rows.items()
             if r.status == LabelStatus.OK
         }
+        with self._lock:  # people's writes add to the state from other threads
+            pairs = self.human.disagreements(judge, with_judge=self.with_judge)
+            labelled = list(self.human.by_trace)
+        if self.blind and self.with_judge:
+            self._reveal_all(adjudicator, labelled)
         items = []
-        for trace_id, labels in self.human.disagreements(judge, with_judge=self.with_judge):
+        for trace_id, labels in pairs:
             row = self.row_of.get(trace_id)
             if row is None:
                 continue
@@ -733,18 +792,33 @@ class ReviewData:
                 "adjudicated": self.human.adjudicated.get(trace_id),
             }
             item.pop("judge", None)
-            if self.with_judge:  # asked for by the adjudicator, blind or not
+            if self.with_judge:  # asked for by the adjudicator, blind or not (recorded above)
                 item["judge"] = self._judge_column(row)
             items.append(item)
         done = sum(1 for i in items if i["adjudicated"] is not None)
         return {"total": len(items), "done": done, "items": items}
 
+    def _reveal_all(self, adjudicator: str | None, trace_ids: Sequence[str]) -> None:
+        """Record the judge's labels of ``trace_ids`` as shown to ``adjudicator`` (those not
+        recorded yet), in one write, before they are served."""
+        if adjudicator is None:
+            raise BadRequest(
+                "give your name first: in --blind mode the judge's answers shown here are "
+                "recorded as revealed to you"
+            )
+        seen = self.reveals.of(adjudicator)
+        new = [
+            Reveal(trace_id=t, annotator=adjudicator, judge=self.judge_id)
+            for t in trace_ids
+            if t not in seen and t in self.row_of
+        ]
+        if new:
+            self.writer.append_reveals(new)
+
     def human_labels(self) -> list[HumanLabel]:
         """People's labels of this run (``RUN_DIR/human``) and of ``--human`` files, in the
         order written (a later label of the same trace by the same person wins)."""
-        files = list(self.labelled.human_files)
-        seen = {p.resolve() for p in files}
-        files += [p for p in human_label_files(self.run_dir) if p.resolve() not in seen]
+        files = gather_human_files(self.labelled.human_files, [self.run_dir])
         return [h for p in files for h in read_human_labels(p, keys=self.taxonomy.keys)]
 
     # --- the summary and the queue ----------------------------------------------------------
@@ -754,7 +828,11 @@ class ReviewData:
         return {
             "n_traces": self.n,
             "n_labels": len(self.label_rows),
-            "n_human": len(self.human.current),
+            # Traces people labelled (a trace two people labelled counts once), their labels
+            # (one per person and trace) and the people.
+            "n_human": len(self.human.by_trace),
+            "n_human_labels": len(self.human.current),
+            "n_annotators": len(self.human.done),
             "blind": self.blind,
             "adjudicate": self.adjudicate_mode,
             "with_judge": self.with_judge,
@@ -802,19 +880,22 @@ class ReviewData:
     def queue_page(self, annotator: str | None, *, todo: bool = False) -> dict[str, Any]:
         """The queue as list items with the annotator's progress: ``total``, ``done`` (of
         them labelled by ``annotator``) and the items (with ``todo`` only those not yet
-        labelled by them). Strata and weights are left out in blind mode: a stratum names the
-        judge's type, and its weight tells its size."""
+        labelled by them; with a task that assigns traces, only ``annotator``'s). Strata and
+        weights are left out in blind mode: a stratum names the judge's type, and its weight
+        tells its size."""
         done_by = self.human.done.get(annotator or "", set())
+        revealed = self._revealed(annotator)
+        mine = [q for q in self.queue if q.for_(annotator)]  # a task's assignments
         items = []
-        for q in self.queue:
+        for q in mine:
             if todo and q.trace_id in done_by:
                 continue
-            item = self._item(self.row_of[q.trace_id], annotator)
+            item = self._item(self.row_of[q.trace_id], annotator, revealed)
             if not self.blind:
                 item.update(stratum=q.stratum, weight=q.weight)
             items.append(item)
-        done = sum(1 for q in self.queue if q.trace_id in done_by)
-        return {"total": len(self.queue), "done": done, "items": items}
+        done = sum(1 for q in mine if q.trace_id in done_by)
+        return {"total": len(mine), "done": done, "items": items}
 
     def queue_ids(self) -> list[str]:
         """The queue's trace ids, in its order."""

@@ -1,6 +1,7 @@
 """People's labels as the review app holds them: each annotator's current label per trace,
-the adjudicators' decisions, the recorded reveals of the judge in blind mode, and the traces
-where people disagree."""
+the adjudicators' decisions, and the traces where people disagree. Read from the run
+directory through ``misstep.labels`` (the reveals of the judge in blind mode are read from
+there whenever they count: ``misstep.labels.RevealIndex``)."""
 
 from __future__ import annotations
 
@@ -9,37 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
+from misstep.labels import ADJUDICATOR, HumanLabel, RunDir, read_human_labels, supersedes
 
-from misstep.errors import LabelStoreError
-from misstep.labels import ADJUDICATOR, HUMAN_DIR
-from misstep.review._writer import REVEALS_DIR
-
-__all__ = ["HumanState", "read_records"]
+__all__ = ["HumanState"]
 
 _SHOWN = ("verdict", "error_type", "first_error_step", "note", "blind", "created_at", "role")
-
-
-def read_records(directory: Path) -> list[dict[str, Any]]:
-    """Every record of ``directory/*.jsonl``; a cut last line (never acknowledged) is skipped,
-    as the label store does."""
-    records: list[dict[str, Any]] = []
-    if not directory.is_dir():
-        return records
-    for path in sorted(directory.glob("*.jsonl")):
-        lines = path.read_bytes().split(b"\n")
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                if number == len(lines):
-                    continue
-                raise LabelStoreError(path=path, line=number, reason="not a JSON record") from None
-            if isinstance(record, dict):
-                records.append(record)
-    return records
 
 
 def answer(record: Mapping[str, Any]) -> str:
@@ -49,8 +24,9 @@ def answer(record: Mapping[str, Any]) -> str:
 
 @dataclass
 class HumanState:
-    """Each person's current label per trace (the last one wins), the adjudications and the
-    reveals, for the pages."""
+    """Each person's current label per trace, each trace's adjudication (the later label
+    wins, by ``misstep.labels.supersedes``: the rule ``human_consensus`` uses, so the page
+    shows what every statistic uses, before and after a restart), for the pages."""
 
     current: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     """(annotator, trace_id) -> the annotator's current label (role annotator)."""
@@ -59,26 +35,31 @@ class HumanState:
     by_trace: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """trace_id -> annotator -> current label."""
     adjudicated: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """trace_id -> the last adjudication of it."""
-    revealed: set[tuple[str, str]] = field(default_factory=set)
-    """(annotator, trace_id) whose judge label was shown in blind mode."""
+    """trace_id -> its current adjudication (the later one)."""
+    _labels: dict[tuple[str, str, str], HumanLabel] = field(default_factory=dict, repr=False)
+    """(role, annotator, trace_id) -> the current label itself (annotator "" for an
+    adjudication: any adjudicator's decision replaces an earlier one)."""
 
     @classmethod
     def load(cls, run_dir: Path) -> HumanState:
-        """The state of ``RUN_DIR/human`` (labels, adjudications and reveals)."""
+        """The state of ``RUN_DIR/human`` (labels and adjudications)."""
         state = cls()
-        for record in read_records(run_dir / HUMAN_DIR):
-            state.add(record)
-        for record in read_records(run_dir / HUMAN_DIR / REVEALS_DIR):
-            state.revealed.add((str(record.get("annotator")), str(record.get("trace_id"))))
+        for path in RunDir(run_dir).human_files():
+            for label in read_human_labels(path):
+                state.add(label)
         return state
 
-    def add(self, record: Mapping[str, Any]) -> None:
-        """Take in one stored label."""
-        annotator, trace_id = str(record.get("annotator")), str(record.get("trace_id"))
-        kept = {k: record.get(k) for k in _SHOWN}
+    def add(self, label: HumanLabel) -> None:
+        """Take in one stored label (read or written after every label taken in before)."""
+        annotator, trace_id = label.annotator, label.trace_id
+        slot = (label.role, "" if label.role == ADJUDICATOR else annotator, trace_id)
+        old = self._labels.get(slot)
+        if old is not None and not supersedes(label, old):
+            return
+        self._labels[slot] = label
+        kept: dict[str, Any] = {k: getattr(label, k) for k in _SHOWN}
         kept["annotator"] = annotator
-        if record.get("role") == ADJUDICATOR:
+        if label.role == ADJUDICATOR:
             self.adjudicated[trace_id] = kept
             return
         self.current[(annotator, trace_id)] = kept

@@ -2,25 +2,31 @@
 the sample it was drawn in, fixed once at start (never by the order of requests).
 
 Either the stratified sample ``misstep sample`` draws with the same n, strata and seed
-(``stratified_queue``), or the rows of a ``misstep sample`` task file (``task_queue``: its
-``weight`` column as written, so a planned sample is labelled with its own weights)."""
+(``stratified_queue``), or the rows of a ``misstep sample`` task file (``task_queue``: the
+weights of its sidecar as written, so a planned sample is labelled with its own weights)."""
 
 from __future__ import annotations
 
-import csv
-import random
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from misstep.agreement import stratified_sample
-from misstep.errors import InputFormatError, InvalidRecordError
-from misstep.labels import LabelRow, LabelStatus, StoredLabel
+from misstep.errors import InvalidRecordError
+from misstep.labels import (
+    LabelRow,
+    LabelStatus,
+    StoredLabel,
+    check_annotator,
+    read_task_design,
+    sampling_weight,
+    task_rows,
+    task_sidecar,
+)
 from misstep.rollouts import Trace
 
-__all__ = ["QueueItem", "stratified_queue", "task_queue"]
+__all__ = ["QueueItem", "secret_order", "stratified_queue", "task_queue"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,12 @@ class QueueItem:
     """Its stratum (may name the judge's type: never served in blind mode)."""
     weight: float
     """Inverse inclusion probability in the sample it was drawn in."""
+    annotators: tuple[str, ...] = ()
+    """Who the task assigns it to (``misstep sample --annotators``); empty: anyone."""
+
+    def for_(self, annotator: str | None) -> bool:
+        """Whether ``annotator``'s queue holds it (a nameless request sees every item)."""
+        return not self.annotators or annotator is None or annotator in self.annotators
 
 
 def stratified_queue(
@@ -71,50 +83,67 @@ def stratified_queue(
 
 def task_queue(path: Path, known: Mapping[str, object]) -> list[QueueItem]:
     """The rows of a ``misstep sample`` task file (JSONL, CSV or Label Studio JSON), in its
-    order; every trace must be one of ``known``."""
-    rows: list[dict[str, object]]
-    try:
-        if path.suffix == ".csv":
-            with path.open(encoding="utf-8", newline="") as fh:
-                rows = [dict(r) for r in csv.DictReader(fh)]
-        elif path.suffix == ".json":
-            tasks = orjson.loads(path.read_bytes())
-            rows = [t.get("data", {}) for t in tasks if isinstance(t, dict)]
-        else:
-            rows = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise InputFormatError(
-            path=path, reason=f"not a `misstep sample` task file: {exc}"
-        ) from None
-    out: list[QueueItem] = []
-    for number, row in enumerate(rows, start=1):
-        trace_id = row.get("trace_id") if isinstance(row, dict) else None
+    order (a trace assigned to several people, one row each, is one item for them), with the
+    weights and strata of its sidecar (``<task file name>.judge.jsonl``
+    beside it; a task written before the sidecar held them gives its own ``weight`` column;
+    neither: weight 1). Every trace must be one of ``known`` (and of the sidecar when there
+    is one), every weight finite and above 0; errors name the file, line and field."""
+    side = task_sidecar(path)
+    design = read_task_design(side) if side.is_file() else {}
+    out: dict[str, QueueItem] = {}
+    for line, row in task_rows(path):
+        trace_id = row.get("trace_id")
         if not isinstance(trace_id, str) or trace_id not in known:
             raise InvalidRecordError(
                 path=path,
-                line=number,
+                line=line,
                 field="trace_id",
                 value=trace_id,
                 reason="not a trace of this input",
                 hint="pass the task file `misstep sample` wrote for this run",
             )
-        try:
-            weight = float(row.get("weight", 1.0) or 1.0)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+        found = design.get(trace_id)
+        if design and found is None:
             raise InvalidRecordError(
                 path=path,
-                line=number,
-                field="weight",
-                value=row.get("weight"),
-                reason="must be a number (the sample's inverse inclusion probability)",
-            ) from None
-        out.append(QueueItem(trace_id, str(row.get("stratum") or "task"), weight))
-    return out
+                line=line,
+                field="trace_id",
+                value=trace_id,
+                reason=f"not a trace of the task's sidecar {side}",
+                hint="keep the task and the sidecar `misstep sample` wrote beside it together",
+            )
+        weight = (
+            found.weight
+            if found is not None and found.weight is not None
+            else sampling_weight(row.get("weight"), path=path, line=line)
+        )
+        stratum = found.stratum if found is not None and found.stratum else row.get("stratum")
+        who = row.get("annotator")
+        people: tuple[str, ...] = (
+            (check_annotator(str(who), f"{path}, line {line}: annotator"),) if who else ()
+        )
+        # A trace given to several people is one item of the queue, at its first row; a row
+        # without a name opens it to everyone.
+        before = out.get(trace_id)
+        if before is not None:
+            people = (
+                tuple(dict.fromkeys(before.annotators + people))
+                if before.annotators and people
+                else ()
+            )
+        out[trace_id] = QueueItem(trace_id, str(stratum or "task"), weight, people)
+    return list(out.values())
 
 
-def shuffled(items: Sequence[QueueItem], seed: int) -> list[QueueItem]:
-    """The items in a seeded random order (blind mode: an order by stratum would tell the
-    judge's type)."""
-    out = list(items)
-    random.Random(seed).shuffle(out)
-    return out
+def secret_order(items: Sequence[QueueItem], key: bytes) -> list[QueueItem]:
+    """The items ordered by a keyed hash of their trace id (BLAKE2b with ``key``, the
+    server's secret): a random order nobody can reproduce without the key (blind mode).
+
+    Not ``Random(seed).shuffle``: the seed is a public argument (default 0), and un-shuffling
+    with it gives back the sample's order, which runs through the judge's strata (issue 34,
+    item 1). The hash depends on the trace id alone, never on the position, stratum or
+    weight, so the order carries nothing of the judge."""
+    return sorted(
+        items,
+        key=lambda q: hashlib.blake2b(q.trace_id.encode(), key=key, digest_size=16).digest(),
+    )

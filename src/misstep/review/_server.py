@@ -8,9 +8,16 @@ libraries that FastAPI (Argilla, Docent) is built on, with a test client and ASG
 middleware for free; aiohttp would bring its own HTTP stack and an async-only handler
 style for a data layer that is synchronous anyway.
 
+- Access is by token, and a token is a grant (``Grant``): one shared token whose holders say
+  their names (as before), or one token per person (``--annotators``), bound to that person:
+  the server takes the annotator from the token, never from the request, and refuses a
+  request that names someone else. Adjudication is a role the server grants with a token of
+  its own (``--adjudicate``, ``--adjudicators``): the adjudication views and decisions answer
+  only that token.
 - The access token is never a cookie: the printed URL carries it in the fragment
   (``/#token=...``, which browsers never send), the page keeps it in the tab's
-  ``sessionStorage`` and sends ``Authorization: Bearer TOKEN`` with every API call. Pages and
+  ``sessionStorage`` and in ``localStorage`` (both per origin; the latter for tabs the person
+  opens from the app) and sends ``Authorization: Bearer TOKEN`` with every API call. Pages and
   static files are public (they are the package's own files); every ``/api/`` route needs the
   token. A cookie of another local app is never read, so it can lock nobody out.
 - Writes (POST) need JSON and, when the browser sends one, an ``Origin`` equal to the
@@ -22,6 +29,9 @@ style for a data layer that is synchronous anyway.
 - A request must arrive whole (headers and body) within ``request_timeout`` seconds of the
   connection opening or of the previous answer, else the connection is dropped: one asyncio
   task per connection, no thread, so 150 stalled uploads delay nobody.
+- A body JSON cannot hold (nested past 1024 levels, a lone surrogate) is a 400; an error
+  nobody foresaw is a 500 in JSON, its traceback in the log. At the file-descriptor limit the
+  server waits for descriptors quietly (``_AcceptErrors``).
 - Pages are static files bundled in the package; data reaches them only as JSON that the
   script puts into the page as text (``textContent``) or through KaTeX (bundled), under a
   strict Content-Security-Policy (scripts, styles and fonts from this server only, nothing
@@ -36,14 +46,17 @@ import asyncio
 import hmac
 import json
 import logging
+import resource
 import secrets
 import socket
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -57,9 +70,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from misstep.errors import MisstepError, OptionError
+from misstep.labels import ADJUDICATOR, check_annotator
 from misstep.review._data import BadRequest, ReviewData, TraceFilter
 
-__all__ = ["CSP", "REQUEST_TIMEOUT", "ReviewServer", "make_server"]
+__all__ = ["CSP", "REQUEST_TIMEOUT", "Grant", "ReviewServer", "make_grants", "make_server"]
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -108,6 +122,70 @@ def _static_table() -> dict[str, tuple[bytes, str]]:
             elif (kind := _KINDS.get(Path(entry.name).suffix)) is not None:
                 table[f"/static/{prefix}{entry.name}"] = (entry.read_bytes(), kind)
     return table
+
+
+_ANNOTATOR = "annotator"
+"""The role of a token that reads the traces and labels them (an ``ADJUDICATOR``'s also
+adjudicates)."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What one access token lets its holder do."""
+
+    token: str
+    """The secret (in the printed URL's fragment, sent as ``Authorization: Bearer``)."""
+    name: str | None
+    """The person it is bound to: every label read or written with it is theirs, whatever
+    the request says. None: a shared token, whose requests say whose labels they are."""
+    role: str = _ANNOTATOR
+    """``annotator`` (the traces, the queue, one's own labels and reveals) or ``adjudicator``
+    (all that, and the adjudication views and decisions)."""
+
+    @property
+    def adjudicates(self) -> bool:
+        """Whether the token may read disagreements and store decisions."""
+        return self.role == ADJUDICATOR
+
+    @property
+    def who(self) -> str:
+        """How the token is named to people: ``alice (annotator)``, ``adjudicator``."""
+        return f"{self.name} ({self.role})" if self.name else self.role
+
+
+def make_grants(
+    *,
+    token: str | None = None,
+    annotators: Sequence[str] = (),
+    adjudicators: Sequence[str] = (),
+    adjudicate: bool = False,
+) -> list[Grant]:
+    """The tokens of a server: one per annotator named (else one shared, ``token`` or a
+    random one), then with ``adjudicate`` one per adjudicator named (else one shared). Names
+    are checked (a file name each; none twice in one role)."""
+
+    def named(names: Sequence[str], option: str) -> list[str]:
+        for name in names:
+            check_annotator(name, option)
+        twice = sorted({n for n in names if list(names).count(n) > 1})
+        if twice:
+            raise OptionError(option=option, value=",".join(twice), allowed="each name once")
+        return list(names)
+
+    people = named(annotators, "--annotators")
+    judges = named(adjudicators, "--adjudicators")
+    if judges and not adjudicate:
+        raise OptionError(option="--adjudicators", value="given", allowed="with --adjudicate")
+
+    def fresh() -> str:
+        return secrets.token_urlsafe(32)
+
+    grants = [Grant(fresh(), n) for n in people] or [Grant(token or fresh(), None)]
+    if adjudicate:
+        grants += [Grant(fresh(), n, ADJUDICATOR) for n in judges] or [
+            Grant(fresh(), None, ADJUDICATOR)
+        ]
+    return grants
 
 
 class _AnyText(PathConvertor):
@@ -184,6 +262,70 @@ class _Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
+_ACCEPT_BACKLOG = 128
+"""The listening socket's backlog, and so (asyncio passes it on) the most ``accept`` calls
+asyncio makes on one wake-up of the listening socket."""
+_ACCEPT_REPORT_EVERY = 60.0
+"""Seconds between two warnings that connections wait for a file descriptor."""
+
+
+class _AcceptErrors:
+    """The event loop's exception handler: "socket.accept() out of system resource" (the
+    process is at its file-descriptor limit) becomes one warning a minute with a count instead
+    of a traceback for each try.
+
+    asyncio (before the fix of cpython#151615, in the Pythons misstep supports) keeps calling
+    ``accept`` after the first EMFILE for the rest of its loop over the backlog, logging a
+    traceback and scheduling a retry each time: with uvicorn's backlog of 2048, megabytes of
+    tracebacks a second and a core kept busy. The backlog is 128 here (``_ACCEPT_BACKLOG``)
+    and this handler rate-limits the report; the waiting connections are accepted as soon as
+    descriptors free up (asyncio retries every second)."""
+
+    def __init__(self, every: float = _ACCEPT_REPORT_EVERY) -> None:
+        self.every = every
+        self.missed = 0
+        self.last: float | None = None
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+            return
+        self.missed += 1
+        now = loop.time()
+        if self.last is None or now - self.last >= self.every:
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            _log.warning(
+                "out of file descriptors (ulimit -n: %s): new connections wait until others "
+                "close (%d failed accept(s) since the last report; raise the limit with "
+                "ulimit -n)",
+                soft,
+                self.missed,
+            )
+            self.last, self.missed = now, 0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server with ``_AcceptErrors`` on its event loop."""
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        asyncio.get_running_loop().set_exception_handler(_AcceptErrors())
+        await super().serve(sockets=sockets)
+
+
+def _raise_file_limit() -> int:
+    """Raise the soft limit on open files to the hard one (macOS starts at 256, Linux often
+    at 1024, each connection takes one); returns the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # macOS refuses more than kern.maxfilesperproc
+        return soft
+    return target
+
+
 class ReviewServer:
     """The Starlette app, the uvicorn server that serves it, and what the routes share."""
 
@@ -193,12 +335,15 @@ class ReviewServer:
         *,
         host: str,
         port: int,
-        token: str,
+        grants: Sequence[Grant],
         annotator: str | None,
         request_timeout: float = REQUEST_TIMEOUT,
     ) -> None:
         self.data = data
-        self.token = token
+        self.grants = list(grants)
+        """Every token and what it lets its holder do; the first is an annotator's."""
+        self.token = self.grants[0].token
+        """The first token (the shared one, or the first annotator's)."""
         self.annotator = annotator
         self.assets = _static_table()
         self.pages = {key: _asset(name) for key, name in _PAGES.items()}
@@ -219,7 +364,7 @@ class ReviewServer:
             ) from None
         # Listening now: a client that reads the printed URL may connect before uvicorn has
         # started; its connection waits in the backlog instead of being refused.
-        self.socket.listen(2048)
+        self.socket.listen(_ACCEPT_BACKLOG)
         self.host = host
         self.port = int(self.socket.getsockname()[1])
         self.wildcard = host in ("0.0.0.0", "::", "")
@@ -233,13 +378,17 @@ class ReviewServer:
         self.config = uvicorn.Config(
             self.app,
             http=protocol,
+            # asyncio's own loop even where uvloop is installed: _AcceptErrors handles its
+            # accept errors.
+            loop="asyncio",
+            backlog=_ACCEPT_BACKLOG,
             lifespan="off",
             log_config=None,
             access_log=False,
             timeout_keep_alive=5,
             timeout_graceful_shutdown=2,
         )
-        self.server = uvicorn.Server(self.config)
+        self.server = _Server(self.config)
         self._thread: threading.Thread | None = None
 
     # --- addresses ----------------------------------------------------------------------
@@ -262,18 +411,32 @@ class ReviewServer:
         """The address to open, token in the fragment (never sent to any server)."""
         return f"{self.origin}/#token={self.token}"
 
+    def url_of(self, grant: Grant, name: str | None = None) -> str:
+        """The address that opens the app with ``grant``'s token (``name``: the host to
+        name, for a wildcard bind)."""
+        return f"{self.origin_for(name)}/#token={grant.token}"
+
+    def token_of(self, name: str | None = None, role: str = _ANNOTATOR) -> str:
+        """The token of ``name`` in ``role`` (None: the shared token of that role)."""
+        for grant in self.grants:
+            if grant.name == name and grant.role == role:
+                return grant.token
+        raise KeyError((name, role))
+
     def urls(self) -> list[str]:
-        """Every address that reaches this server: the url, and with a wildcard bind the
-        machine's name for other machines."""
+        """Every address that reaches this server with the first token: the url, and with a
+        wildcard bind the machine's name for other machines."""
         out = [self.url]
         if self.wildcard:
-            out.append(f"{self.origin_for(socket.gethostname())}/#token={self.token}")
+            out.append(self.url_of(self.grants[0], socket.gethostname()))
         return out
 
     # --- running --------------------------------------------------------------------------
 
     def serve_forever(self) -> None:
-        """Serve until ``shutdown`` (or Ctrl-C in the main thread)."""
+        """Serve until ``shutdown`` (or Ctrl-C in the main thread), with the soft limit on
+        open files raised to the hard one."""
+        _raise_file_limit()
         self.server.run(sockets=[self.socket])
 
     def start(self) -> None:
@@ -301,13 +464,53 @@ class ReviewServer:
     def _host_ok(self, request: Request) -> bool:
         return not self.loopback or request.headers.get("host", "") in self.allowed_hosts
 
-    def _token_ok(self, request: Request) -> bool:
+    def _grant(self, request: Request) -> Grant | None:
+        """The grant of the request's token (None: no token, or a wrong one). Every token is
+        compared, each in constant time."""
         auth = request.headers.get("authorization", "")
-        given = auth[7:] if auth.startswith("Bearer ") else ""
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        given = (auth[7:] if auth.startswith("Bearer ") else "").encode()
+        found = None
+        for grant in self.grants:
+            if hmac.compare_digest(given, grant.token.encode()):
+                found = grant
+        return found
 
-    def _annotator(self, request: Request) -> str | None:
-        return request.query_params.get("annotator") or self.annotator
+    def _person(self, grant: Grant, given: object) -> str | None:
+        """Whose labels a request reads or writes: the token's person (a request naming
+        anyone else is refused), else the name the request gives (checked), else
+        ``--annotator``'s; None when nobody is named."""
+        if given in (None, ""):
+            given = None
+        elif not isinstance(given, str):
+            raise _Error(400, "annotator must be a name")
+        if grant.name is not None:
+            if given is not None and given != grant.name:
+                raise _Error(
+                    403,
+                    f"this URL is {grant.name}'s: it reads and writes {grant.name}'s labels "
+                    "only (open your own URL)",
+                )
+            return grant.name
+        name = given or self.annotator
+        if name is not None:
+            try:
+                check_annotator(name)
+            except OptionError as exc:
+                raise _Error(400, str(exc)) from None
+        return name
+
+    def _asked(self, request: Request, grant: Grant) -> str | None:
+        """The person a GET asks as (``?annotator=``, checked against the token)."""
+        return self._person(grant, request.query_params.get("annotator"))
+
+    @staticmethod
+    def _adjudicator(grant: Grant) -> None:
+        if not grant.adjudicates:
+            raise _Error(
+                403,
+                "adjudication is for the adjudicator's URL (misstep review --adjudicate "
+                "prints it), not an annotator's",
+            )
 
     async def _body(self, request: Request) -> Any:
         """The JSON body, read with a size limit; a bad one is a 4xx."""
@@ -326,9 +529,12 @@ class ReviewServer:
         except ClientDisconnect:
             raise _Error(400, "the client went away") from None
         try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise _Error(400, "the body is not JSON") from None
+            # orjson, not json: a body nested deeper than 1024 levels or holding a lone
+            # surrogate (which no label file could store) is a JSONDecodeError, not a
+            # RecursionError or a failed write later.
+            return orjson.loads(bytes(raw))
+        except orjson.JSONDecodeError as exc:
+            raise _Error(400, f"the body is not valid JSON: {exc}") from None
 
     # --- routes ---------------------------------------------------------------------------
 
@@ -386,12 +592,13 @@ class ReviewServer:
         )
 
     def _api(
-        self, handler: Callable[[Request], Awaitable[Any]]
+        self, handler: Callable[[Request, Grant], Awaitable[Any]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             if not self._host_ok(request):
                 return self._json(403, {"error": "unexpected Host header"})
-            if not self._token_ok(request):
+            grant = self._grant(request)
+            if grant is None:
                 return self._json(
                     403,
                     {
@@ -400,7 +607,7 @@ class ReviewServer:
                     },
                 )
             try:
-                return self._json(200, await handler(request))
+                return self._json(200, await handler(request, grant))
             except _Error as exc:
                 return self._json(exc.status, {"error": str(exc)})
             except BadRequest as exc:
@@ -410,15 +617,21 @@ class ReviewServer:
             except MisstepError as exc:
                 _log.error("not stored: %s", exc)
                 return self._json(500, {"error": f"not stored: {exc}"})
+            except Exception:  # a bug: still JSON for the page, the traceback to the log
+                _log.exception("error answering %s %r", request.method, request.url.path)
+                return self._json(500, {"error": "internal error (logged by the server)"})
 
         return endpoint
 
-    async def _summary(self, request: Request) -> Any:
+    async def _summary(self, request: Request, grant: Grant) -> Any:
         summary = dict(self.data.summary())
-        summary["annotator"] = self.annotator
+        summary["annotator"] = grant.name or self.annotator
+        summary["you"] = {"name": grant.name, "role": grant.role, "who": grant.who}
+        # The adjudication link is shown to the token that may adjudicate, and no other.
+        summary["adjudicate"] = self.data.adjudicate_mode and grant.adjudicates
         return summary
 
-    async def _distributions(self, request: Request) -> Any:
+    async def _distributions(self, request: Request, grant: Grant) -> Any:
         return await run_in_threadpool(self.data.distributions)
 
     # Opening a trace, a page of the list or the queue takes a millisecond or two of CPU: they
@@ -426,11 +639,11 @@ class ReviewServer:
     # machine (one more thread to schedule, and the GIL to pass). Work that can take longer (a
     # text search, a first sort, the distributions, a write and its fsync) goes to the pool.
 
-    async def _queue(self, request: Request) -> Any:
+    async def _queue(self, request: Request, grant: Grant) -> Any:
         q = request.query_params
-        return self.data.queue_page(self._annotator(request), todo=q.get("todo") == "1")
+        return self.data.queue_page(self._asked(request, grant), todo=q.get("todo") == "1")
 
-    async def _traces(self, request: Request) -> Any:
+    async def _traces(self, request: Request, grant: Grant) -> Any:
         q = request.query_params
         try:
             offset = int(q.get("offset", "0"))
@@ -438,33 +651,39 @@ class ReviewServer:
         except ValueError:
             raise _Error(400, "offset and limit must be integers") from None
         f = TraceFilter.from_query(q)
+        who = self._asked(request, grant)
         if self.data.is_quick(f):
-            return self.data.list_traces(
-                f, offset=offset, limit=limit, annotator=self._annotator(request)
-            )
+            return self.data.list_traces(f, offset=offset, limit=limit, annotator=who)
         return await run_in_threadpool(
-            self.data.list_traces, f, offset=offset, limit=limit, annotator=self._annotator(request)
+            self.data.list_traces, f, offset=offset, limit=limit, annotator=who
         )
 
-    async def _detail(self, request: Request) -> Any:
+    async def _detail(self, request: Request, grant: Grant) -> Any:
         trace_id = request.path_params["trace_id"]
-        return self.data.detail(trace_id, self._annotator(request))
+        return self.data.detail(trace_id, self._asked(request, grant))
 
-    async def _disagreements(self, request: Request) -> Any:
-        return await run_in_threadpool(self.data.disagreements)
+    async def _disagreements(self, request: Request, grant: Grant) -> Any:
+        self._adjudicator(grant)
+        return await run_in_threadpool(self.data.disagreements, self._asked(request, grant))
 
-    async def _add_label(self, request: Request) -> Any:
+    async def _written(self, request: Request, grant: Grant) -> tuple[Any, str | None]:
+        """A write's body and whose it is."""
         body = await self._body(request)
-        record = await run_in_threadpool(self.data.add_label, body, self.annotator)
+        return body, self._person(grant, body.get("annotator") if isinstance(body, dict) else None)
+
+    async def _add_label(self, request: Request, grant: Grant) -> Any:
+        body, who = await self._written(request, grant)
+        record = await run_in_threadpool(self.data.add_label, body, who)
         return {"stored": record}
 
-    async def _reveal(self, request: Request) -> Any:
-        body = await self._body(request)
-        return await run_in_threadpool(self.data.reveal, body, self.annotator)
+    async def _reveal(self, request: Request, grant: Grant) -> Any:
+        body, who = await self._written(request, grant)
+        return await run_in_threadpool(self.data.reveal, body, who)
 
-    async def _adjudicate(self, request: Request) -> Any:
-        body = await self._body(request)
-        record = await run_in_threadpool(self.data.adjudicate, body, self.annotator)
+    async def _adjudicate(self, request: Request, grant: Grant) -> Any:
+        self._adjudicator(grant)
+        body, who = await self._written(request, grant)
+        record = await run_in_threadpool(self.data.adjudicate, body, who)
         return {"stored": record}
 
 
@@ -475,14 +694,32 @@ def make_server(
     port: int = 0,
     token: str | None = None,
     annotator: str | None = None,
+    annotators: Sequence[str] = (),
+    adjudicators: Sequence[str] = (),
     request_timeout: float = REQUEST_TIMEOUT,
 ) -> ReviewServer:
-    """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves."""
+    """Bind (``port`` 0: any free port) without serving yet; ``serve_forever`` serves.
+
+    Tokens (``make_grants``): one per person of ``annotators`` (else one shared, ``token``
+    or a random one, whose requests name their annotator, ``annotator`` by default); with
+    ``data.adjudicate_mode``, one per person of ``adjudicators`` (else one shared)."""
+    if annotator is not None and annotators:
+        raise OptionError(
+            option="--annotator",
+            value=annotator,
+            allowed="not with --annotators (each of their URLs names its person)",
+        )
+    grants = make_grants(
+        token=token,
+        annotators=annotators,
+        adjudicators=adjudicators,
+        adjudicate=data.adjudicate_mode,
+    )
     return ReviewServer(
         data,
         host=host,
         port=port,
-        token=token or secrets.token_urlsafe(32),
+        grants=grants,
         annotator=annotator,
         request_timeout=request_timeout,
     )

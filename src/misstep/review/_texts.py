@@ -21,6 +21,7 @@ import orjson
 
 from misstep.errors import InputFormatError
 from misstep.rollouts import (
+    ReadSpec,
     RowError,
     Trace,
     build_trace,
@@ -214,13 +215,13 @@ def _aligned(
 
 
 def _copy(
-    source: Path, fmt: str, target: Path, on_progress: Callable[[int, int], None] | None
+    source: Path, spec: ReadSpec, target: Path, on_progress: Callable[[int, int], None] | None
 ) -> None:
     """Stream ``source`` once into a JSONL of the fields the review pages show."""
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     done = 0
     with open(tmp, "wb") as out:
-        for trace in read_traces(source, input_format=fmt):
+        for trace in read_traces(source, input_format=spec):
             record = trace.model_dump(
                 mode="json", exclude={"extra"}, exclude_none=True, exclude_defaults=False
             )
@@ -242,15 +243,20 @@ def open_trace_texts(
     """The text index of ``input_path`` for a table whose rows hold ``trace_ids``, from the
     cache when this input was indexed before (``on_progress(done, total)`` while building)."""
     path = Path(input_path)
-    fmt = resolve_format(path, input_format)
-    plain = fmt == "jsonl" and not path.name.lower().endswith(".gz")
+    spec = ReadSpec.of(input_format)
+    fmt = resolve_format(path, spec)
+    # A reading with path fields or a column map gives other traces from the same bytes.
+    shaped = spec.path_fields is not None or bool(spec.columns)
+    key = f"{fmt}|{spec.text()}" if shaped else fmt
+    plain = fmt == "jsonl" and not shaped and path.is_file()
+    plain = plain and not path.name.lower().endswith(".gz")
     source = path
     if not plain:
-        source = _cache_file(input_sha256, fmt, ".jsonl")
+        source = _cache_file(input_sha256, key, ".jsonl")
         if not source.exists():
             source.parent.mkdir(parents=True, exist_ok=True)
-            _copy(path, fmt, source, on_progress)
-    index = _cache_file(input_sha256, fmt, ".offsets.npy")
+            _copy(path, spec, source, on_progress)
+    index = _cache_file(input_sha256, key, ".offsets.npy")
     if index.exists():
         offsets = np.load(index)
         if offsets.shape == (len(trace_ids),):

@@ -3,12 +3,15 @@
 from misstep.rollouts._arithmetic import arithmetic_value
 from misstep.rollouts._equivalence import EquivalenceChecker, answers_equivalent
 from misstep.rollouts._extract import Extraction, extract_answer
-from misstep.rollouts._formats import INPUT_FORMATS, open_binary, resolve_format
+from misstep.rollouts._formats import open_binary
 from misstep.rollouts._grade import GradeStats, grade_traces, repetition_score
 from misstep.rollouts._normalize import canonical_key
-from misstep.rollouts._readers import iter_json_lines, read_traces
+from misstep.rollouts._read import read_traces
+from misstep.rollouts._records import iter_json_lines
+from misstep.rollouts._registry import INPUT_FORMATS, READERS, Reader, resolve_format
 from misstep.rollouts._rejects import RejectSink, default_rejects_path
 from misstep.rollouts._rowmap import RowError, build_trace
+from misstep.rollouts._source import ReadSpec, parse_column_map
 from misstep.rollouts._table import (
     GRADER_VERSION,
     CacheEntry,
@@ -27,12 +30,15 @@ __all__ = [
     "GRADED_COLUMNS",
     "GRADER_VERSION",
     "INPUT_FORMATS",
+    "READERS",
     "CacheEntry",
     "EquivalenceChecker",
     "Extraction",
     "GradeStats",
     "GradedRun",
     "Outcome",
+    "ReadSpec",
+    "Reader",
     "RejectSink",
     "RowError",
     "Trace",
@@ -53,6 +59,7 @@ __all__ = [
     "iter_json_lines",
     "load_graded",
     "open_binary",
+    "parse_column_map",
     "read_traces",
     "repetition_score",
     "resolve_format",

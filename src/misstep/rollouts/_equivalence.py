@@ -303,6 +303,12 @@ def _close(a: complex, b: complex, rel: float = _LOOSE_REL) -> bool:
     return abs(a - b) <= rel * max(1.0, abs(a), abs(b))
 
 
+def _near(a: complex, b: complex) -> bool:
+    """Within ``DECIMAL_REL_TOL`` of the values themselves, as ``math_equal``'s ``isclose``:
+    ``0.00001`` is not ``0.0001`` (``_close`` is absolute below 1)."""
+    return abs(a - b) <= DECIMAL_REL_TOL * max(abs(a), abs(b))
+
+
 def rationals_equal(a_key: str, b_key: str) -> bool:
     """Two exact-rational keys: equal values, or, when either is a non-integer decimal, values
     within ``DECIMAL_REL_TOL`` (``0.6666666667`` = ``2/3``; ``0.67`` != ``2/3``;
@@ -312,7 +318,9 @@ def rationals_equal(a_key: str, b_key: str) -> bool:
     a, b = _rational(a_key), _rational(b_key)
     if not (_is_decimal(a) or _is_decimal(b)):
         return False
-    return _close(complex(float(a)), complex(float(b)), DECIMAL_REL_TOL)
+    # relative to the values themselves, as math_equal's isclose: 0.00001 != 0.0001 (within
+    # 1e-4 of each other, but a tenth apart)
+    return abs(a - b) <= Fraction(str(DECIMAL_REL_TOL)) * max(abs(a), abs(b))
 
 
 def is_word_key(key: str) -> bool:
@@ -783,7 +791,7 @@ def _fp_verdict(a: _Fp, b: _Fp) -> bool | None:
     if a.alt is not None or b.alt is not None:
         return _percent_verdict(a, b)
     if (a.decimal or b.decimal) and a.exact and b.exact:
-        return _close(a.value, b.value, DECIMAL_REL_TOL)
+        return _near(a.value, b.value)
     if a.exact and b.exact:
         # Two numbers without free symbols, evaluated to 30 digits: equal values or not.
         # (math-verify rounds to 6 decimals, so it calls 1/2023^2 and 0 equal; not here.)
@@ -802,10 +810,10 @@ def _percent_verdict(a: _Fp, b: _Fp) -> bool | None:
     or an equation near either value is left to ``verify``."""
     assert a.value is not None and b.value is not None
     if a.alt is not None and b.alt is not None:
-        return _close(a.value, b.value, DECIMAL_REL_TOL)
+        return _near(a.value, b.value)
     percent, other = (a, b) if a.alt is not None else (b, a)
     assert other.value is not None
-    near = any(_close(x, other.value, DECIMAL_REL_TOL) for x in _values(percent))
+    near = any(_near(x, other.value) for x in _values(percent))
     if other.exact and not other.equation:
         return near
     return None if near else False

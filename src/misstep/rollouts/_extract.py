@@ -8,15 +8,18 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
    rules would pick up intermediate results, so the response has no answer otherwise.
 1. ``boxed``: the last ``\\boxed{...}`` or ``\\fbox{...}`` (nested braces honoured; an unclosed
    one is skipped in favour of the one before it).
-2. ``answer_tag``: the content of the last ``<answer>...</answer>`` pair (Reasoning Gym style).
+2. ``answer_tag``: the content of the last ``<answer>...</answer>`` pair (Reasoning Gym style),
+   or of an ``<answer>`` left open at the end of the response (``<answer> 42``: vLLM leaves a
+   stop string such as ``</answer>`` out of the text it returns), up to 300 characters.
 3. ``hash_mark``: GSM8K's ending, the text after ``####`` on the last line that starts with it.
 4. ``answer_phrase``: the last of "final answer is X", "the answer is X", "correct answer is
-   X", "final answer: X", "answer: X" (case-insensitive). X runs to the end of its line; a
-   leading ``$...$`` is unwrapped, otherwise X stops at the first sentence end (". "); a
-   trailing period is dropped.
+   X", "best answer is X", "final answer: X", "answer: X" (case-insensitive). X runs to the
+   end of its line; a leading ``$...$`` is unwrapped, otherwise X stops at the first sentence
+   end (". "); a trailing period is dropped.
 5. ``choice``: a multiple-choice ending on the last non-empty line: "Solution: Choice_B",
-   "Choice\\_B", "Option C", "(C)" or "C)" alone; else a line "Solution: Choice_B" among the
-   last 600 characters (Mr-Ben's answer line, followed by a note); the answer is the letter.
+   "Choice\\_B", "Option C", "(C)" or "C)" alone, "... is (B) Sb."; else a line "Solution:
+   Choice_B" among the last 600 characters (Mr-Ben's answer line, followed by a note); the
+   answer is the letter.
 6. ``program_output``: in a tool-integrated response (prose, Python, its printed output in an
    ``output`` block fenced by three backquotes), the last line of the last output block when
    it is a value (a number, a fraction, a tuple: no word of three or more letters, no error),
@@ -47,13 +50,16 @@ _PHRASES = (
     "final answer is",
     "the answer is",
     "correct answer is",
+    "best answer is",  # Llama 3.1's multiple-choice ending: "The best answer is B."
     "correct option is",
     "correct choice is",
     "final answer:",
     "answer:",
 )
 _CHOICE_LINE = re.compile(
-    r"(?:\b(?:choice|option)\s*\\?_?\s*\(?([A-J])\)?(?![A-Za-z])|^\s*(?:solution:\s*)?\(?([A-J])\)\.?\s*$)",
+    r"(?:\b(?:choice|option)\s*\\?_?\s*\(?([A-J])\)?(?![A-Za-z])|^\s*(?:solution:\s*)?\(?([A-J])\)\.?\s*$"
+    # "The symbol for antimony is (B) Sb.", "the correct statement is (B)."
+    r"|\bis:?\s*\**\(([A-J])\))",
     re.IGNORECASE,
 )
 _LAST_LINE_CHARS = 400
@@ -138,13 +144,26 @@ def _last_boxed(text: str) -> str | None:
 
 
 def _last_answer_tag(text: str) -> str | None:
-    close = text.rfind("</answer>")
+    opened = text.rfind("<answer>")
+    if opened < 0:
+        return None
+    close = text.find("</answer>", opened)
     if close < 0:
-        return None
-    start = text.rfind("<answer>", 0, close)
-    if start < 0:
-        return None
-    content = text[start + len("<answer>") : close].strip()
+        # left open at the end: a stop string "</answer>" is not part of vLLM's output
+        found = _tag_content(text[opened + len("<answer>") :])
+        if found is not None:
+            return found
+        close = text.rfind("</answer>")
+        if close < 0:
+            return None
+        opened = text.rfind("<answer>", 0, close)
+        if opened < 0:
+            return None
+    return _tag_content(text[opened + len("<answer>") : close])
+
+
+def _tag_content(content: str) -> str | None:
+    content = content.strip()
     if not content or len(content) > _MAX_ANSWER_CHARS:
         return None
     boxed = _last_boxed(content)

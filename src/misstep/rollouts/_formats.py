@@ -1,4 +1,5 @@
-"""Which reader a path needs: explicit ``input_format`` or inferred from the path."""
+"""Files: gzip read by its magic bytes, the read meter, the marks of a `datasets` folder and
+a verl dump."""
 
 from __future__ import annotations
 
@@ -13,28 +14,16 @@ from misstep.errors import InputFormatError
 
 __all__ = [
     "HF_MARKERS",
-    "INPUT_FORMATS",
     "READ_METER",
     "ReadMeter",
     "is_verl_dir",
     "open_binary",
-    "resolve_format",
     "verl_files",
 ]
 
-INPUT_FORMATS = ("jsonl", "parquet", "csv", "hf", "verl")
 # Files ``datasets.save_to_disk`` writes: a Dataset has the first two, a DatasetDict the third.
 HF_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
-_SUFFIXES = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-}
 _VERL_NAME = re.compile(r"^(\d+)\.jsonl$")
-_ALLOWED_TEXT = ", ".join(INPUT_FORMATS)
 
 
 def verl_files(directory: Path) -> list[tuple[int, Path]]:
@@ -49,56 +38,6 @@ def verl_files(directory: Path) -> list[tuple[int, Path]]:
 
 def is_verl_dir(directory: Path) -> bool:
     return bool(verl_files(directory))
-
-
-def _infer(path: Path) -> str:
-    if path.is_dir():
-        if any((path / marker).exists() for marker in HF_MARKERS):
-            return "hf"
-        if is_verl_dir(path):
-            return "verl"
-        raise InputFormatError(
-            path=path,
-            reason="a directory that is neither a `datasets` save_to_disk folder "
-            f"(no {', '.join(HF_MARKERS)}) nor a verl dump (no <step>.jsonl files)",
-            hint=f"pass --input-format, one of {_ALLOWED_TEXT}",
-        )
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        name = name[:-3]
-    for suffix, fmt in _SUFFIXES.items():
-        if name.endswith(suffix):
-            return fmt
-    raise InputFormatError(
-        path=path,
-        reason=f"cannot infer the input format from the name {path.name!r}",
-        hint=f"pass --input-format, one of {_ALLOWED_TEXT} "
-        "(suffixes .jsonl/.json[.gz], .parquet, .csv[.gz]; or a directory)",
-    )
-
-
-def resolve_format(path: Path, input_format: str | None) -> str:
-    """The format to read ``path`` with; raises InputFormatError when it cannot be read."""
-    if not path.exists():
-        raise InputFormatError(path=path, reason="no such file or directory")
-    if input_format is None:
-        return _infer(path)
-    fmt = input_format.strip().lower()
-    if fmt not in INPUT_FORMATS:
-        raise InputFormatError(
-            path=path,
-            reason=f"unknown input format {input_format!r}",
-            hint=f"use one of {_ALLOWED_TEXT}",
-        )
-    wants_dir = fmt in ("hf", "verl")
-    if wants_dir != path.is_dir():
-        kind = "a directory" if wants_dir else "a file"
-        raise InputFormatError(
-            path=path,
-            reason=f"input format {fmt!r} reads {kind}",
-            hint=f"use one of {_ALLOWED_TEXT} that fits the path",
-        )
-    return fmt
 
 
 class ReadMeter:

@@ -14,6 +14,10 @@ Rules, in order, for one trace:
 5. A row with an answer but neither a grade nor a gold answer cannot be graded:
    ``grade_traces`` raises :class:`~misstep.errors.InputError` saying how many rows lack both.
 
+The row's own grade and its harness's extracted answer are kept beside, whatever was used:
+``harness_correct`` (the ``correct`` the row carried: a harness's grade, verl's score) and
+``harness_answer``; with ``regrade`` they are what misstep's grade is compared with.
+
 ``answer_class``: the answers of one (dataset, problem_id), across all checkpoints, are grouped
 by equivalence (``misstep.rollouts._equivalence``: canonical keys, numeric fingerprints, and
 math-verify only for what they leave open; each distinct answer parsed once, while the input
@@ -52,7 +56,12 @@ from misstep.rollouts._equivalence import (
     solve_here,
 )
 from misstep.rollouts._extract import extract_answer
-from misstep.rollouts._normalize import canonical_key, is_choice_key, problem_options
+from misstep.rollouts._normalize import (
+    canonical_key,
+    is_choice_key,
+    option_keys,
+    problem_options,
+)
 from misstep.rollouts._trace import GRADED_COLUMNS, Outcome, Trace
 
 if TYPE_CHECKING:
@@ -114,7 +123,7 @@ def _no_gold_error(count: int, total: int, example: str) -> InputError:
 
 
 class _Problem:
-    __slots__ = ("counts", "gold", "gold_key", "options", "texts")
+    __slots__ = ("counts", "gold", "gold_key", "letters", "options", "texts")
 
     def __init__(self) -> None:
         self.gold: str | None = None
@@ -123,24 +132,31 @@ class _Problem:
         self.texts: dict[str, str] = {}
         # letter -> (key, text) of a multiple-choice problem's options; None: not read yet
         self.options: dict[str, tuple[str, str]] | None = None
+        # key -> the letters of the options answering to it (``option_keys``)
+        self.letters: dict[str, list[str]] = {}
 
     def read_options(self, problem: str | None) -> None:
         if self.options is None and problem is not None:
-            self.options = {
-                letter: (canonical_key(text), text)
-                for letter, text in problem_options(problem).items()
-            }
+            self.options = {}
+            for letter, text in problem_options(problem).items():
+                keys = option_keys(text)
+                self.options[letter] = (keys[0], text)
+                for option_key in keys:
+                    self.letters.setdefault(option_key, []).append(letter)
 
     def as_choice(self, key: str, answer: str) -> tuple[str, str]:
         """A letter answer when the gold is option text becomes that option's text; an
-        option's text when the gold is a letter becomes its letter."""
+        option's text when the gold is a letter becomes its letter (the one option whose text
+        has that key, or whose number it is when the options carry units: ``1.5 g``)."""
         if not self.options or self.gold_key is None:
             return key, answer
         if is_choice_key(self.gold_key):
             if not is_choice_key(key):
-                for letter, (option_key, _) in self.options.items():
-                    if option_key == key:
-                        return "s:" + letter, letter
+                letters = self.letters.get(key, [])
+                exact = [x for x in letters if self.options[x][0] == key]
+                if len(exact) == 1 or len(letters) == 1:
+                    letter = exact[0] if exact else letters[0]
+                    return "s:" + letter, letter
             return key, answer
         if is_choice_key(key) and key[2] in self.options:
             return self.options[key[2]]
@@ -193,6 +209,8 @@ class _Rows:
     keys: list[str | None] = field(default_factory=list)
     problem_of: list[int] = field(default_factory=list)
     outcomes: list[Outcome | None] = field(default_factory=list)  # None: grade against gold
+    harness_answers: list[str | None] = field(default_factory=list)
+    harness_grades: list[bool | None] = field(default_factory=list)
     interned: dict[str, str] = field(default_factory=dict)
 
     def add(self, trace: Trace, problem: int) -> None:
@@ -207,6 +225,8 @@ class _Rows:
         self.lengths.append(len(trace.response))
         self.repeats.append(repetition_score(trace.response))
         self.problem_of.append(problem)
+        self.harness_answers.append(trace.harness_answer)
+        self.harness_grades.append(trace.correct)
 
     def frame(self, classes: list[str | None], correct: list[bool]) -> pd.DataFrame:
         import pandas as pd
@@ -227,6 +247,8 @@ class _Rows:
                 "correct": pd.array(correct, dtype=bool),
                 "response_chars": pd.array(self.lengths, dtype="int64"),
                 "repetition": pd.array(self.repeats, dtype="float32"),
+                "harness_answer": pd.array(self.harness_answers, dtype=string),
+                "harness_correct": pd.array(self.harness_grades, dtype="boolean"),
             }
         )
 

@@ -11,15 +11,22 @@
   a LaTeX command or function name (``Purple``, ``\\text{no solution}``, ``3 hours and 36
   minutes``): compared as text without case, never by math-verify.
 - ``s:<text>``: anything else, as a normalised string. A multiple-choice letter in any of its
-  forms (``(C)``, ``C)``, ``Choice_B``, ``Choice\\_B``, ``Option D``, ``Choice_A: y = 2x+1``)
-  becomes the bare capital letter (``s:C``).
+  forms (``(C)``, ``C)``, ``\\text{(C)}``, ``Choice_B``, ``Choice\\_B``, ``Option D``), alone or
+  followed by its option's text (``Choice_A: y = 2x+1``, ``(A) 45``, ``D) They tend to reduce
+  temperature ranges.``, ``B. Sb``), becomes the bare capital letter (``s:C``), as the
+  Qwen2.5-Math harness's ``choice_answer_clean`` reads it; an answer naming two letters (``(A)
+  and (C)``) is not one choice.
 
 Normalisation writes ``∞`` as ``\\infty`` and ``{n \\choose k}`` as ``\\binom{n}{k}``, and
 drops: surrounding ``$``, ``\\(...\\)``; ``\\$``; ``\\left``/``\\right``; LaTeX spacing
 (``\\!``, ``\\,``, ``\\;``, ``\\quad``) and whitespace; ``\\text{..}`` wrappers (the text is
-kept; ``\\text{ and }`` and ``\\text{ or }`` become commas, as math-verify reads them); degree
-marks; a trailing period; braces around one character after ``^`` or ``_``; a unit after a
-number (``5\\text{ cm}``, ``12 dollars``, ``3 hours``: common length, mass, time, money and
+kept; ``\\text{ and }`` and ``\\text{ or }`` become commas, as math-verify reads them); a unit
+written as text after a value, at the end or before a list's comma (``-16 \\text{ kg/year}``,
+``1.5\\,\\text{g}``, ``5\\mathrm{~m}/\\mathrm{s}``, ``7\\text{ cm}^2``: any text there, as
+math-verify's and the Qwen2.5-Math harness's unit rules read it, except ``\\mathrm{e}`` and
+``\\mathrm{i}``, which are Euler's number and the imaginary unit; ``\\text{ percent}`` is
+``%``); degree marks; a trailing period; braces around one character after ``^`` or ``_``; a
+unit word after a number (``12 dollars``, ``3 hours``: common length, mass, time, money and
 count words); and the left sides of an equation when each is a single variable or a computation
 without letters (``x = 5``, ``12+65+3 = 80`` and ``x = 3+2 = 5`` all answer 5; ``x^2+y^2 = 1``
 stays an equation). ``\\%`` becomes ``%`` and is left to math-verify, which reads ``50%`` as 50
@@ -41,6 +48,7 @@ __all__ = [
     "exact_rational",
     "is_choice_key",
     "normalize_answer",
+    "option_keys",
     "problem_options",
 ]
 
@@ -48,7 +56,9 @@ _MAX_RATIONAL_CHARS = 120
 _LEFT_RIGHT = re.compile(r"\\(?:left|right)(?![A-Za-z])")
 # "1 \text{ and } 2" is the list 1, 2 (math-verify's normalisation does the same)
 _TEXT_CONJUNCTION = re.compile(r",?\\text\{(?:and|or)\}")
-_SPACING = re.compile(r"\\q?quad(?![a-zA-Z])|\\[!,;: ]|~|\s+")
+# LaTeX spacing and whitespace; a row break ``\\\\`` is matched first and kept, so that the space
+# after it ("2 \\\\ -1" in a matrix) does not make ``\\ `` of its second backslash
+_SPACING = re.compile(r"(\\\\)|\\q?quad(?![a-zA-Z])|\\[!,;: ]|~|\s+")
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox|operatorname)\{([^{}]*)\}")
 _DEGREES = re.compile(r"(?:\^\{?\\circ\}?|°)$")
 _SINGLE_BRACE = re.compile(r"([_^])\{([A-Za-z0-9])\}")
@@ -58,10 +68,48 @@ _FRAC_BRACE_DIGIT = re.compile(r"\\frac\{([^{}]*)\}(\d)")
 _CHOOSE = re.compile(r"\{([^{}]*)\\choose([^{}]*)\}")
 _ASSIGN_LHS = re.compile(r"[A-Za-z](?:_\{?[A-Za-z0-9]+\}?)?")
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+"
-# Multiple-choice letters: "(C)", "C)", "\text{(C)}", "Choice_B", "Choice\_B", "Option D".
+# Multiple-choice letters: "(C)", "C)", "\text{(C)}", "Choice_B", "Choice\_B", "Option D", and
+# a letter followed by its option's text, "(A)45", "D)Theytend...", "D:128", "Choice_D(37)"
+# (spaces are gone by then), unless the text names another letter the same way ("(A)and(C)").
 _CHOICE = re.compile(
-    r"(?:(?:choice|option)\\?_?\(?([A-Ja-j])\)?(?::.*)?|\(([A-Ja-j])\)|([A-J])\)|([A-J]):.+)\.?",
+    r"(?:(?:choice|option)\\?_?\(?([A-Ja-j])\)?(?:[:(].*)?|\(([A-Ja-j])\)|([A-J])\)|([A-J]):.+"
+    r"|\(([A-J])\)(?!.*\([A-J]\)).+|([A-J])\)(?!.*[A-J]\)).+)\.?",
     re.I | re.S,
+)
+# "A. 45", "B. Sb": a letter, a period and a space, then the option's text (read before the
+# spaces go, as "A.45" is no choice).
+_CHOICE_DOT = re.compile(r"([A-J])\.\s+(?!.*\b[A-J]\.\s).+", re.S)
+# A unit written as text after a value: "-16 \\text{ kg/year}", "1.5\\,\\text{g}",
+# "5\\mathrm{~m}/\\mathrm{s}", "7\\text{ cm}^2"; at the end, before a list's comma or semicolon,
+# or before "\\text{ and }" (read before the spaces go, to count the unit's words).
+_GAP = r"(?:\s|\\[,;:! ]|\\q?quad(?![A-Za-z])|~)*"
+_UNIT_GROUP = r"\\(?:text|textrm|textnormal|textit|textbf|mathrm|mbox)\s*\{[^{}]*\}"
+# (each match starts at a command, never in a run of spaces: linear in the answer's length)
+_TEXT_UNIT = re.compile(
+    rf"{_UNIT_GROUP}(?:(?:{_GAP}/)?{_GAP}{_UNIT_GROUP})*(?:\s*\^\s*\{{?\s*\d\s*\}}?)?"
+    rf"(?={_GAP}(?:[,;]|$|\\text\s*\{{\s*(?:and|or)\s*\}}))"
+)
+# the spacing a unit may follow, longest first ("\\ " before " ")
+_GAP_ENDS = ("\\qquad", "\\quad", "\\ ", "\\,", "\\;", "\\:", "\\!", " ", "\t", "\n", "~")
+_BRACED = re.compile(r"\{([^{}]*)\}")
+# What a value ends with, for a unit to follow it; e and i in \mathrm are Euler's number and the
+# imaginary unit (math-verify drops them as units: 3 + 2\mathrm{i} would be 5).
+_VALUE_ENDS = (*"0123456789)]}.%!", "\\pi", "\\infty", "\\circ", "°")
+_NOT_UNITS = frozenset({"e", "i", "j"})
+# A unit is a word or two ("kg/year", "(double root)", "square units"); longer text, or text that
+# starts a clause, is a statement about the answer ("\\text{ is a perfect square}", "\\text{ is
+# increasing}", "\\text{ and their squares}").
+_MAX_UNIT_WORDS = 2
+_CLAUSE_WORDS = frozenset(
+    {"is", "are", "was", "were", "be", "for", "where", "when", "if", "and", "or", "such", "since"}
+    | {"because", "which", "that", "with", "as"}
+)
+# An option's text that is a number and a unit word: "1.5 g", "133 W", "19,500 yards^2".
+_OPTION_UNIT = re.compile(
+    rf"\$?([+-]?(?:{_NUMBER}))\$?\s+[^\W\d_]+(?:/[^\W\d_]+)*(?:\^\{{?[23]\}}?|²|³)?\.?"
+)
+_PERCENT_WORD = re.compile(
+    r"(?<=[\d.])\s*(?:\\text\s*\{\s*percent(?:age)?\s*\}|percent(?:age)?)(?=\s*(?:[,;]|$))"
 )
 # Options listed in a problem: "A: 4", "(B) 8", "C. 16", "D) 2sqrt(2)", one per line or inline.
 _OPTION = re.compile(r"(?:^|\n|\s)\(?([A-J])(?:\)|:|\.)\s+(.+?)(?=\s+\(?[A-J](?:\)|:|\.)\s|\n|$)")
@@ -124,6 +172,11 @@ _FUNCTIONS = frozenset(
         "angle",
         "triangle",
         "overline",
+        # environments: \begin{pmatrix} ... \end{pmatrix} is a matrix, not prose
+        "pmatrix",
+        "bmatrix",
+        "vmatrix",
+        "matrix",
     ]
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
@@ -148,11 +201,17 @@ def _strip_delimiters(text: str) -> str:
 def normalize_answer(answer: str) -> str:
     """The answer as a normalised string (see the module docstring); never evaluates it."""
     text = _strip_delimiters(answer)
+    dotted = _CHOICE_DOT.fullmatch(text)
+    if dotted:  # "A. 45": the letter
+        return dotted.group(1)
     text = text.replace("\\$", "").replace("\\%", "%")
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = text.replace("{,}", ",").replace("∞", "\\infty")
     text = _LEFT_RIGHT.sub("", text)
-    text = _SPACING.sub("", text)
+    if "\\" in text or "percent" in text:
+        text = _PERCENT_WORD.sub("%", text)
+        text = _TEXT_UNIT.sub(_drop_unit, text)
+    text = _SPACING.sub(_keep_row_break, text)
     text = _CHOOSE.sub(r"\\binom{\1}{\2}", text)  # {n \choose k}
     text = _TEXT_CONJUNCTION.sub(",", text)
     # Unwrap \text{...} repeatedly: nested wrappers are rare and each pass removes one level.
@@ -178,6 +237,27 @@ def normalize_answer(answer: str) -> str:
     if unit:
         return unit.group(1)
     return text
+
+
+def _keep_row_break(match: re.Match[str]) -> str:
+    return match.group(1) or ""
+
+
+def _drop_unit(match: re.Match[str]) -> str:
+    """The text unit ``match`` removed when it follows a value (``5\\text{cm}``; not
+    ``n\\text{isodd}``, nor ``2\\mathrm{i}``), else kept."""
+    head = match.string[: match.start()]
+    while head.endswith(_GAP_ENDS):  # the spacing before the unit ("5 \\, \\text{cm}")
+        head = head[: -len(next(g for g in _GAP_ENDS if head.endswith(g)))]
+    words = [unit.replace("~", " ").split() for unit in _BRACED.findall(match.group())]
+    if not head.endswith(_VALUE_ENDS) or any(
+        len(unit) > _MAX_UNIT_WORDS
+        or (len(unit) == 1 and unit[0] in _NOT_UNITS)
+        or (unit and unit[0].lower() in _CLAUSE_WORDS)
+        for unit in words
+    ):
+        return match.group()
+    return ""
 
 
 def _right_side(text: str) -> str:
@@ -210,6 +290,19 @@ def problem_options(problem: str | None) -> dict[str, str]:
     if len(letters) < 2 or letters[0] != "A" or letters[1] != "B":
         return {}
     return found
+
+
+def option_keys(option: str) -> tuple[str, ...]:
+    """The keys an option's text answers to: its canonical key and, for a number followed by
+    a unit word (``1.5 g``, ``133 W``, ``19,500 yards^2``), the number's key, so that an answer
+    written ``1.5\\,\\text{g}`` (whose unit goes) or ``1.5`` still names that option. Only an
+    option's text is read this way: in an answer ``2 x`` is a product."""
+    key = canonical_key(option)
+    unit = _OPTION_UNIT.fullmatch(option.strip())
+    if unit is None:
+        return (key,)
+    number = canonical_key(unit.group(1))
+    return (key,) if number == key else (key, number)
 
 
 def _valued(side: str) -> bool:

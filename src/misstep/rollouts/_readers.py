@@ -1,173 +1,40 @@
-"""``read_traces``: stream Traces from JSONL, Parquet, CSV, a ``datasets`` folder or verl dumps.
+"""The table formats' record sources: JSONL, CSV, Parquet, a ``datasets`` folder, verl dumps.
 
 Every format is read row by row (JSONL line by line, Parquet and ``datasets`` in record
-batches), so a file of any size streams in bounded memory. Each source yields records
-``(line, raw, row)`` where ``row`` is a dict ready for :func:`build_trace` or the
-:class:`RowError` that makes it invalid; one loop turns them into Traces, errors or rejects.
+batches), so a file of any size streams in bounded memory (``_records`` says what a source
+yields; ``_read.read_traces`` turns the records into Traces, errors or rejects).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from misstep.errors import InputFormatError, InvalidRecordError
-from misstep.rollouts._formats import open_binary, resolve_format, verl_files
-from misstep.rollouts._rejects import RejectSink
-from misstep.rollouts._rowmap import RowError, build_trace, clean_arrow_row, from_csv_cells
-from misstep.rollouts._trace import Trace
+from misstep.rollouts._formats import open_binary, verl_files
+from misstep.rollouts._harness import files_under, is_jsonl_name
+from misstep.rollouts._records import (
+    NO_RENAME,
+    READ_ERRORS,
+    Part,
+    Record,
+    iter_json_lines,
+    unreadable,
+)
+from misstep.rollouts._rowmap import RowError, clean_arrow_row, from_csv_cells
+from misstep.rollouts._source import ReadSpec
 from misstep.rollouts._verl import VERL_FIELD_NAMES, VerlMapper
 
-__all__ = ["iter_json_lines", "read_traces"]
-
-Record = tuple[int, Any, Any]
-# (where to name in errors, its records, trace field -> the user's field name)
-Part = tuple[str, Iterable[Record], Mapping[str, str]]
+__all__ = ["PARTS", "Csv", "HfDataset", "Jsonl", "Parquet", "VerlDump"]
 
 _BATCH_ROWS = 2048
-_NO_RENAME: Mapping[str, str] = {}
-_BOM = b"\xef\xbb\xbf"
-_READ_ERRORS = (EOFError, zlib.error, OSError, UnicodeDecodeError)
-
-
-def read_traces(
-    path: str | Path, *, input_format: str | None = None, rejects: RejectSink | None = None
-) -> Generator[Trace, None, None]:
-    """Stream the traces of ``path``.
-
-    ``input_format`` is one of ``jsonl``, ``parquet``, ``csv``, ``hf``, ``verl``; inferred
-    from the path when None. An invalid row raises :class:`InvalidRecordError` naming the
-    file, the 1-based line (row for parquet and hf) and the field, unless ``rejects`` is
-    given: then it is written there and reading goes on. The path and format are checked
-    at once (raising :class:`InputFormatError`); rows are read as the iterator is consumed.
-    """
-    p = Path(path)
-    fmt = resolve_format(p, input_format)
-    parts = _PARTS[fmt](p)
-    return _traces(parts, rejects)
-
-
-def _traces(parts: Iterable[Part], rejects: RejectSink | None) -> Generator[Trace, None, None]:
-    build = build_trace
-    # trace_id -> (file, line) of its first row: a second row with the same id is an input
-    # error (it would overwrite the first one's label and vote twice).
-    seen: dict[str, tuple[str, int]] = {}
-    for where, records, rename in parts:
-        try:
-            for line, raw, row in records:
-                try:
-                    if type(row) is RowError:
-                        raise row
-                    trace = build(row)
-                    first = seen.setdefault(trace.trace_id, (where, line))
-                    if first != (where, line) and not row.get("trace_id"):
-                        # A derived id repeats when two rows without sample_idx hold the same
-                        # response: number the repeats in input order (stable for one file).
-                        trace.trace_id = _next_free(trace.trace_id, seen)
-                        seen[trace.trace_id] = (where, line)
-                    elif first != (where, line):
-                        other = f"line {first[1]}"
-                        if first[0] != where:
-                            other += f" of {first[0]}"
-                        raise RowError(
-                            f"duplicate trace_id: {other} has the same one",
-                            field="trace_id",
-                            value=trace.trace_id,
-                        )
-                except RowError as err:
-                    _bad(err, where, line, raw, rejects, rename)
-                    continue
-                yield trace
-        finally:
-            # An error (or an early stop) must close the file the record source holds open
-            # now, not whenever the traceback that references it is collected.
-            close = getattr(records, "close", None)
-            if close is not None:
-                close()
-
-
-def _next_free(trace_id: str, seen: Mapping[str, object]) -> str:
-    n = 2
-    while f"{trace_id}#{n}" in seen:
-        n += 1
-    return f"{trace_id}#{n}"
-
-
-def _bad(
-    err: RowError,
-    where: str,
-    line: int,
-    raw: Any,
-    rejects: RejectSink | None,
-    rename: Mapping[str, str],
-) -> None:
-    field = rename.get(err.field, err.field) if err.field is not None else None
-    if rejects is None:
-        value = err.value if field is not None else _raw_out(raw)
-        raise InvalidRecordError(
-            path=where,
-            line=line,
-            reason=err.reason,
-            field=field,
-            value=value,
-            # Only the commands that read traces take --skip-invalid.
-            hint="fix the row, or pass --skip-invalid to write it to a rejects file",
-        )
-    rejects.write(line, err.reason, _raw_out(raw), field, source=where)
-
-
-def _raw_out(raw: Any) -> Any:
-    if isinstance(raw, bytes):
-        return raw.decode("utf-8", "replace").rstrip("\r\n")
-    return raw
-
-
-# --- JSON lines -------------------------------------------------------------------------
-
-
-def iter_json_lines(path: Path) -> Iterator[Record]:
-    """``(line, raw bytes, dict | RowError)`` per non-blank line of a JSONL file (gzip or not)."""
-    loads = orjson.loads
-    decode_error = orjson.JSONDecodeError
-    line_no = 0
-    with open_binary(path) as handle:
-        try:
-            for raw in handle:
-                line_no += 1
-                if raw.isspace():
-                    continue  # blank lines are skipped silently
-                if line_no == 1 and raw.startswith(_BOM):
-                    raw = raw[len(_BOM) :]
-                try:
-                    row = loads(raw)
-                except decode_error as exc:
-                    yield line_no, raw, RowError(f"malformed JSON ({exc})")
-                    continue
-                if type(row) is not dict:
-                    kind = type(row).__name__
-                    yield line_no, raw, RowError(f"a JSON {kind}, not an object")
-                    continue
-                yield line_no, raw, row
-        except _READ_ERRORS as exc:
-            raise _unreadable(path, line_no, exc) from exc
-
-
-def _unreadable(path: Path, line_no: int, exc: BaseException) -> InputFormatError:
-    return InputFormatError(
-        path=path,
-        reason=f"cannot read past line {line_no}: {exc}",
-        hint="the file may be truncated or not valid UTF-8 / gzip",
-    )
 
 
 def _jsonl_parts(path: Path) -> list[Part]:
-    return [(str(path), iter_json_lines(path), _NO_RENAME)]
+    return [(str(path), iter_json_lines(path), NO_RENAME)]
 
 
 # --- CSV ----------------------------------------------------------------------------------
@@ -201,9 +68,9 @@ def _csv_records(path: Path) -> Iterator[Record]:
         except UnicodeDecodeError:
             raise _bad_utf8(path) from None
         except csv.Error as exc:
-            raise _unreadable(path, reader.line_num, exc) from exc
-        except _READ_ERRORS as exc:
-            raise _unreadable(path, reader.line_num, exc) from exc
+            raise unreadable(path, reader.line_num, exc) from exc
+        except READ_ERRORS as exc:
+            raise unreadable(path, reader.line_num, exc) from exc
 
 
 def _bad_utf8(path: Path) -> InvalidRecordError:
@@ -237,7 +104,7 @@ def _bad_utf8(path: Path) -> InvalidRecordError:
 
 
 def _csv_parts(path: Path) -> list[Part]:
-    return [(str(path), _csv_records(path), _NO_RENAME)]
+    return [(str(path), _csv_records(path), NO_RENAME)]
 
 
 # --- Parquet and datasets -----------------------------------------------------------------
@@ -260,7 +127,7 @@ def _parquet_parts(path: Path) -> list[Part]:
                     row_no += 1
                     yield row_no, dict(row), clean_arrow_row(row)
 
-    return [(str(path), records(), _NO_RENAME)]
+    return [(str(path), records(), NO_RENAME)]
 
 
 def _hf_parts(path: Path) -> list[Part]:
@@ -276,7 +143,7 @@ def _hf_parts(path: Path) -> list[Part]:
         splits = [(f"{path}/{name}", loaded[name]) for name in loaded]
     else:
         splits = [(str(path), loaded)]
-    return [(where, _dataset_records(ds), _NO_RENAME) for where, ds in splits]
+    return [(where, _dataset_records(ds), NO_RENAME) for where, ds in splits]
 
 
 def _dataset_records(ds: Any) -> Iterator[Record]:
@@ -316,10 +183,97 @@ def _verl_records(file: Path, step: int, mapper: VerlMapper) -> Iterator[Record]
         yield line, raw, row
 
 
-_PARTS: dict[str, Callable[[Path], list[Part]]] = {
+PARTS: dict[str, Callable[[Path], list[Part]]] = {
     "jsonl": _jsonl_parts,
     "csv": _csv_parts,
     "parquet": _parquet_parts,
     "hf": _hf_parts,
     "verl": _verl_parts,
 }
+
+
+class _Table:
+    """A format whose rows hold misstep's own fields (``--map`` names the columns that hold
+    them otherwise)."""
+
+    name = ""
+    description = ""
+    suffixes: tuple[str, ...] = ()
+    table = True
+    columns: Mapping[str, str | tuple[str, ...]] = {}
+    options: Mapping[str, str] = {}
+
+    def recognises(self, row: Mapping[str, Any]) -> bool:
+        return False
+
+    def files(self, folder: Path) -> list[Path]:
+        """Every file under the folder with one of the format's suffixes (gzip or not)."""
+        ends = self.suffixes
+        return files_under(folder, lambda p: p.name.lower().removesuffix(".gz").endswith(ends))
+
+    def parts(self, path: Path, spec: ReadSpec) -> list[Part]:
+        if not path.is_dir():
+            return PARTS[self.name](path)
+        return [part for file in self.files(path) for part in PARTS[self.name](file)]
+
+
+class Jsonl(_Table):
+    """``--input-format jsonl``."""
+
+    name = "jsonl"
+    description = "JSON lines of misstep's fields (problem_id, response, gold_answer, ...)"
+    suffixes = (".jsonl", ".ndjson", ".json")
+
+    def files(self, folder: Path) -> list[Path]:
+        """Every JSON-lines file under the folder (``.json`` files are left out: beside a run
+        they hold configs and metrics)."""
+        return files_under(folder, lambda p: is_jsonl_name(p.name))
+
+
+class Csv(_Table):
+    """``--input-format csv``."""
+
+    name = "csv"
+    description = "CSV with a header of misstep's fields"
+    suffixes = (".csv",)
+
+
+class Parquet(_Table):
+    """``--input-format parquet``."""
+
+    name = "parquet"
+    description = "Parquet with columns of misstep's fields"
+    suffixes = (".parquet", ".pq")
+
+
+class HfDataset(_Table):
+    """``--input-format hf``: one folder, the one ``datasets.save_to_disk`` wrote."""
+
+    name = "hf"
+    description = "a datasets save_to_disk folder with columns of misstep's fields"
+
+    def files(self, folder: Path) -> list[Path]:
+        return []
+
+    def parts(self, path: Path, spec: ReadSpec) -> list[Part]:
+        return _hf_parts(path)
+
+
+class VerlDump:
+    """``--input-format verl``: a folder of ``<step>.jsonl`` validation dumps."""
+
+    name = "verl"
+    description = "verl validation dumps (trainer.validation_data_dir: <step>.jsonl files)"
+    suffixes: tuple[str, ...] = ()
+    table = False
+    columns: Mapping[str, str | tuple[str, ...]] = {}
+    options: Mapping[str, str] = {}
+
+    def recognises(self, row: Mapping[str, Any]) -> bool:
+        return False
+
+    def files(self, folder: Path) -> list[Path]:
+        return [file for _, file in verl_files(folder)]
+
+    def parts(self, path: Path, spec: ReadSpec) -> list[Part]:
+        return _verl_parts(path)

@@ -24,7 +24,16 @@ _PLAIN = frozenset(Trace.model_fields) - {"extra"}
 _ALLOWED = frozenset(Trace.model_fields)
 # Text fields where a number is taken as its text (problem 17, gold answer 33).
 _TEXT_FIELDS = frozenset(
-    {"problem_id", "checkpoint", "dataset", "trace_id", "problem", "gold_answer", "pred_answer"}
+    {
+        "problem_id",
+        "checkpoint",
+        "dataset",
+        "trace_id",
+        "problem",
+        "gold_answer",
+        "pred_answer",
+        "harness_answer",
+    }
 )
 # Fields whose default is not None: an explicit null means "use the default".
 _DEFAULTED = frozenset({"checkpoint", "dataset", "trace_id", "extra"})

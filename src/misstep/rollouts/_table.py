@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from misstep.errors import InputError, InputFormatError, OutputError
 from misstep.rollouts._formats import READ_METER, ReadMeter
 from misstep.rollouts._grade import grade_traces
-from misstep.rollouts._readers import read_traces
+from misstep.rollouts._read import read_traces
 from misstep.rollouts._rejects import RejectSink
 from misstep.rollouts._trace import GRADED_COLUMNS
 
@@ -46,7 +46,7 @@ __all__ = [
     "load_graded",
 ]
 
-GRADER_VERSION = 9
+GRADER_VERSION = 10
 """Bumped whenever a grading rule changes, so that no stale table is ever read (6: answers made
 of elements and percentages compared by misstep's own rules, ``_structure``; 7: unions of
 intervals, logarithms in a base, factorials of variables, ``f(x) = ...`` definitions,

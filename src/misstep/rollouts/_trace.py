@@ -55,7 +55,11 @@ class Trace(BaseModel):
     gold_answer: str | None = None
     """Reference answer, when known."""
     pred_answer: str | None = None
-    """Final answer already extracted by the user's pipeline, when given."""
+    """Final answer already extracted by the user's pipeline, when given: misstep grades it
+    instead of extracting one from the response."""
+    harness_answer: str | None = None
+    """The answer the evaluation harness that wrote the file extracted (its ``pred``,
+    ``filtered_resps``, ``predicted_answer``): kept beside misstep's own, never graded."""
     correct: bool | None = None
     """The user's own grade; when present it is the grade (unless --regrade)."""
     finish_reason: str | None = None
@@ -94,4 +98,6 @@ GRADED_COLUMNS: dict[str, str] = {
     "correct": "bool",
     "response_chars": "int64 (length of the response in characters)",
     "repetition": "float32 (share of repeated word 4-grams at the response's end; see grading)",
+    "harness_answer": "str | None (the answer the source's harness extracted, kept beside)",
+    "harness_correct": "boolean, nullable (the grade the row carried, whether or not used)",
 }

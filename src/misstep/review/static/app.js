@@ -8,19 +8,105 @@
   const FILTERS = ["checkpoint", "dataset", "outcome", "error_type", "status",
     "min_confidence", "max_confidence", "majority_failure", "problem_id", "q", "sort", "todo"];
 
-  // The access token arrives in the URL's fragment (never sent to a server), is kept in this
-  // tab's sessionStorage (per origin, so per port: two review servers never clash) and goes
-  // with every API call as a header. No cookie holds it.
-  (function takeToken() {
+  // The access token arrives in the URL's fragment (never sent to a server) and goes with
+  // every API call as a header; no cookie holds it. It is kept in this tab's sessionStorage and
+  // in localStorage, both per origin (scheme, host and port: no other site, and no other
+  // review server, reads it). The URL's token comes first, then the tab's own copy, so two
+  // tabs opened from two URLs of one server keep their own tokens. localStorage keeps every
+  // token this browser was given for this server, each with whose it is ("alice
+  // (annotator)"): a tab the person opens from the app (a middle-click or "open in new tab"
+  // starts with an empty sessionStorage) takes the one there is, and when there are several
+  // (two people's URLs opened in one browser) asks whose it is instead of picking one.
+  const TOKENS = "misstep.tokens";
+  function knownTokens() {
+    try {
+      const found = JSON.parse(localStorage.getItem(TOKENS) || "{}");
+      return found && typeof found === "object" ? found : {};
+    } catch (e) { return {}; }
+  }
+  function rememberToken(token, who) {
+    const known = knownTokens();
+    if (known[token] === who) return;
+    known[token] = who;
+    localStorage.setItem(TOKENS, JSON.stringify(known));
+  }
+  function forgetToken(token) {
+    const known = knownTokens();
+    if (!(token in known)) return;
+    delete known[token];
+    localStorage.setItem(TOKENS, JSON.stringify(known));
+  }
+  function takeToken() {
+    localStorage.removeItem("misstep.token"); // the single slot of earlier versions
     const hash = new URLSearchParams(window.location.hash.slice(1));
     if (hash.get("token")) {
       sessionStorage.setItem("misstep.token", hash.get("token"));
+      if (!(hash.get("token") in knownTokens())) rememberToken(hash.get("token"), "");
       history.replaceState(null, "", window.location.pathname + window.location.search);
+      return true;
     }
-  })();
+    const known = Object.keys(knownTokens());
+    if (!sessionStorage.getItem("misstep.token") && known.length === 1) {
+      sessionStorage.setItem("misstep.token", known[0]);
+    }
+    return false;
+  }
+  takeToken();
+  function currentToken() {
+    return sessionStorage.getItem("misstep.token") || "";
+  }
+  // The printed URL pasted over this page changes only the fragment: no new page loads.
+  window.addEventListener("hashchange", () => { if (takeToken()) window.location.reload(); });
 
   function authHeaders(extra) {
-    return { Authorization: "Bearer " + (sessionStorage.getItem("misstep.token") || ""), ...(extra || {}) };
+    return { Authorization: "Bearer " + currentToken(), ...(extra || {}) };
+  }
+
+  // The tokens this browser holds that the server still knows (one of an earlier server on
+  // the same port is forgotten), each with whose it is.
+  async function liveTokens() {
+    const live = [];
+    for (const token of Object.keys(knownTokens())) {
+      const response = await fetch("/api/summary", { credentials: "omit", headers: { Authorization: "Bearer " + token } });
+      const body = await response.json();
+      if (response.ok) {
+        rememberToken(token, body.you.who);
+        live.push([token, body.you.who]);
+      } else if (response.status === 403 && /access token/.test(body.error || "")) forgetToken(token);
+    }
+    return live;
+  }
+
+  // Several tokens of this server in this browser and none for this tab: ask whose this tab
+  // is (never pick one silently: it would label as someone else).
+  function chooseToken(live) {
+    const box = el("div", { id: "choose-token", role: "dialog" },
+      el("p", {}, "This browser holds several URLs of this review server. Whose is this tab? " +
+        "(Or open your own URL again.)"));
+    live.forEach(([token, who], i) => {
+      const button = el("button", { type: "button", "data-who": who || "" }, who || "URL " + (i + 1) + " (unnamed)");
+      button.addEventListener("click", () => { sessionStorage.setItem("misstep.token", token); window.location.reload(); });
+      box.append(" ", button);
+    });
+    document.querySelector("main").replaceChildren(box);
+    const name = document.getElementById("annotator");
+    if (name) name.closest("label").hidden = true;
+  }
+
+  // Who this token is, from the server (never from the page): a token bound to a person fills
+  // and locks the name box and says so in the header; a shared one leaves the box to the
+  // person.
+  function identify(summary) {
+    const you = summary.you || {};
+    rememberToken(currentToken(), you.who || "");
+    const input = document.getElementById("annotator");
+    const who = document.getElementById("who");
+    if (you.name) {
+      input.value = you.name;
+      input.readOnly = true;
+      input.closest("label").hidden = true;
+    }
+    if (who) who.textContent = you.name ? "you: " + you.who : you.role === "adjudicator" ? "adjudicator URL" : "";
   }
   const PAGE_SIZE = 50;
 
@@ -40,7 +126,8 @@
   }
 
   // Errors show where the person is looking: next to the save button on a trace page, and
-  // in a banner fixed at the top of the window everywhere.
+  // in a banner on a line of its own in the (sticky) header, so it is always in view and
+  // covers nothing, the name box it may ask for least of all.
   function showError(message) {
     errorBox.textContent = message || "";
     const near = document.getElementById("save-error");
@@ -48,18 +135,21 @@
     let banner = document.getElementById("banner");
     if (!banner) {
       banner = el("div", { id: "banner", role: "alert" });
-      document.body.append(banner);
+      document.querySelector("header").append(banner);
     }
     banner.textContent = message || "";
     banner.hidden = !message;
   }
 
-  function annotatorInput() {
+  // The name box. Without `onChange` a new name reloads the page (lists); with it the page
+  // handles the change itself, keeping what the person was writing.
+  function annotatorInput(onChange) {
     const input = document.getElementById("annotator");
     input.value = localStorage.getItem("misstep.annotator") || input.value || "";
     input.addEventListener("change", () => {
       localStorage.setItem("misstep.annotator", input.value.trim());
-      window.location.reload();
+      if (onChange) onChange();
+      else window.location.reload();
     });
     return input;
   }
@@ -78,36 +168,56 @@
     return (document.getElementById("annotator").value || "").trim();
   }
 
-  async function getJSON(url) {
-    const response = await fetch(url, { credentials: "omit", headers: authHeaders() });
+  async function answered(response) {
     const body = await response.json();
-    if (!response.ok) throw new Error(body.error || response.statusText);
+    if (!response.ok) {
+      // A token the server does not know (an earlier server's, on the same port): forgotten.
+      if (response.status === 403 && /access token/.test(body.error || "")) {
+        forgetToken(currentToken());
+        sessionStorage.removeItem("misstep.token");
+      }
+      throw new Error(body.error || response.statusText);
+    }
     return body;
+  }
+
+  async function getJSON(url) {
+    return answered(await fetch(url, { credentials: "omit", headers: authHeaders() }));
   }
 
   async function postJSON(url, payload) {
-    const response = await fetch(url, { method: "POST", credentials: "omit",
-      headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(payload) });
-    const body = await response.json();
-    if (!response.ok) throw new Error(body.error || response.statusText);
-    return body;
+    return answered(await fetch(url, { method: "POST", credentials: "omit",
+      headers: authHeaders({ "Content-Type": "application/json" }), body: JSON.stringify(payload) }));
   }
 
-  // Math in trace text: KaTeX (bundled) turns $...$, $$...$$, \(...\) and \[...\] in the
-  // element's text nodes into rendered math; text stays text (no HTML is ever parsed).
-  function renderMath(node) {
-    if (typeof renderMathInElement !== "function") return;
-    renderMathInElement(node, {
-      delimiters: [
-        { left: "$$", right: "$$", display: true },
-        { left: "\\[", right: "\\]", display: true },
-        { left: "\\(", right: "\\)", display: false },
-        { left: "$", right: "$", display: false },
-      ],
-      throwOnError: false,
-      trust: false,
-      errorCallback: () => {},
-    });
+  // Math in trace text: math.js (misstepMath) finds the math (dollar amounts stay text) and
+  // renders it with the bundled KaTeX, within a time budget per page; anything it cannot
+  // render, and everything when it is missing, stays the text as written.
+  function mathBudget() {
+    return window.misstepMath ? window.misstepMath.budget() : null;
+  }
+
+  function textMath(node, text, spent, options) {
+    const opts = { ...(options || {}), budget: spent || undefined };
+    try {
+      if (window.misstepMath) { window.misstepMath.renderInto(node, text, opts); return; }
+    } catch (e) { /* the text as written, below */ }
+    node.textContent = text;
+  }
+
+  function answerMath(node, text, spent) {
+    try {
+      if (window.misstepMath) { window.misstepMath.renderAnswer(node, text, spent || undefined); return; }
+    } catch (e) { /* the text as written, below */ }
+    node.textContent = text;
+  }
+
+  // A table cell (or any element) holding an answer: "-" for none, math rendered.
+  function answerCell(tag, value, spent) {
+    const node = el(tag, {});
+    if (value === null || value === undefined) node.textContent = "-";
+    else answerMath(node, String(value), spent);
+    return node;
   }
 
   function pct(x) {
@@ -143,10 +253,13 @@
     annotatorInput();
     const queueMode = window.location.pathname === "/queue";
     const summary = await getJSON("/api/summary");
+    identify(summary);
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     document.getElementById("counts").textContent =
       summary.n_traces.toLocaleString() + " traces, " + summary.n_labels.toLocaleString() +
-      " judge labels, " + summary.n_human.toLocaleString() + " traces labelled by people" +
+      " judge labels, " + summary.n_human.toLocaleString() + (summary.n_human === 1 ? " trace" : " traces") + " labelled by people (" +
+      summary.n_human_labels.toLocaleString() + (summary.n_human_labels === 1 ? " label by " : " labels by ") + summary.n_annotators.toLocaleString() +
+      (summary.n_annotators === 1 ? " person)" : " people)") +
       (summary.blind ? " (blind: the judge's labels are hidden)" : "");
     const distributions = getJSON("/api/distributions").then((d) => renderDistributions(summary, d));
     const form = document.getElementById("filters");
@@ -269,6 +382,7 @@
   }
 
   function renderList(state, queueMode, filters, blind) {
+    const spent = mathBudget();
     const table = document.getElementById("list");
     table.replaceChildren();
     const head = ["#", "trace", "checkpoint", "dataset", "problem", "answer", "outcome", "maj. fail"];
@@ -282,7 +396,7 @@
       cells.push(el("td", {}, el("a", { href: rowHref(state, i, queueMode, filters) }, item.trace_id)));
       {
         cells.push(el("td", {}, item.checkpoint), el("td", {}, item.dataset), el("td", {}, item.problem_id),
-          el("td", {}, item.answer === null ? "-" : item.answer), el("td", {}, item.outcome),
+          answerCell("td", item.answer, spent), el("td", {}, item.outcome),
           el("td", {}, item.majority_failure ? "yes" : ""));
         if (!blind) {
           const j = item.judge || {};
@@ -309,45 +423,84 @@
   // --- the trace page -----------------------------------------------------------------------
 
   async function tracePage() {
-    annotatorInput();
     const id = decodeURIComponent(window.location.pathname.slice("/traces/".length));
     const params = new URLSearchParams(window.location.search);
     const queueMode = params.get("queue") === "1";
+    const todo = params.get("todo") === "1";
     const pos = params.has("pos") ? Number(params.get("pos")) : null;
     const filters = currentFilters();
+    // A name typed here keeps the label being written (the page does not reload): the trace
+    // is read again for that person, and the form keeps what was chosen.
+    annotatorInput(() => changeName().catch((e) => showError(e.message)));
     const summary = await getJSON("/api/summary");
+    identify(summary);
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     document.getElementById("adjudicate-link").hidden = !summary.adjudicate;
     document.getElementById("back").setAttribute("href", queueMode ? "/queue?" + query({ todo: params.get("todo") }) : "/?" + query(filters));
     const keys = summary.taxonomy;
-    let detail = await getJSON("/api/traces/" + encodeURIComponent(id) + "?" + query({ annotator: annotator() }));
-    render();
+    let detail = await getJSON(detailUrl(annotator()));
+    let touched = false; // the person has changed the form since it was filled
+    // The form and the navigation first: whatever the trace's text does to the renderer, the
+    // page can still label and move on.
+    document.getElementById("prev").addEventListener("click", () => go(-1).catch((e) => showError(e.message)));
+    document.getElementById("next").addEventListener("click", () => go(1).catch((e) => showError(e.message)));
+    document.getElementById("position").textContent = pos === null ? "" : (queueMode ? "queue " : "") + "#" + (pos + 1);
     buildForm();
     askName();
+    render();
+
+    function detailUrl(who) {
+      return "/api/traces/" + encodeURIComponent(id) + "?" + query({ annotator: who });
+    }
+
+    async function changeName() {
+      showError("");
+      askName();
+      detail = await getJSON(detailUrl(annotator()));
+      if (!touched) fillForm();
+      render();
+      document.getElementById("saved").textContent = annotator() ? "labelling as " + annotator() + (touched ? ": your choice is kept, save when ready" : "") : "";
+    }
 
     function render() {
       document.title = detail.item.trace_id + " - misstep review";
       document.getElementById("trace-id").textContent = detail.item.trace_id;
-      const facts = document.getElementById("facts");
-      facts.replaceChildren();
-      const pairs = [["checkpoint", detail.item.checkpoint], ["dataset", detail.item.dataset],
-        ["problem", detail.item.problem_id], ["sample", detail.item.sample_idx],
-        ["outcome", detail.item.outcome], ["gold answer", detail.gold_answer],
-        ["trace's answer", detail.item.answer], ["finish reason", detail.finish_reason]];
-      for (const [k, v] of pairs) facts.append(el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "-" : v));
-      const problem = document.getElementById("problem");
-      problem.textContent = detail.problem || "(no problem statement in the input)";
-      renderMath(problem);
-      renderSteps();
-      renderJudge();
-      renderAnswers();
+      const spent = mathBudget();
+      try {
+        renderTrace(spent);
+      } catch (e) {
+        // Never expected (the math renderer falls back on its own): the text as written.
+        showError("the trace could not be shown in full: " + e.message);
+      }
+      const note = document.getElementById("math-note");
+      note.textContent = spent && spent.fallbacks ? spent.fallbacks + " piece(s) of math shown as written: " + spent.reasons.join("; ") : "";
       const mine = document.getElementById("mine");
       mine.textContent = detail.human ? "Your current label: " + (detail.human.error_type || detail.human.verdict) +
         (detail.human.first_error_step !== null && detail.human.first_error_step !== undefined ? ", step " + detail.human.first_error_step : "") +
         (detail.human.blind ? " (given blind)" : "") : "";
     }
 
-    function renderSteps() {
+    function renderTrace(spent) {
+      const facts = document.getElementById("facts");
+      facts.replaceChildren();
+      const pairs = [["checkpoint", detail.item.checkpoint], ["dataset", detail.item.dataset],
+        ["problem", detail.item.problem_id], ["sample", detail.item.sample_idx],
+        ["outcome", detail.item.outcome], ["gold answer", detail.gold_answer, true],
+        ["trace's answer", detail.item.answer, true], ["finish reason", detail.finish_reason]];
+      for (const [k, v, isAnswer] of pairs) {
+        const dd = el("dd", {});
+        if (v === null || v === undefined) dd.textContent = "-";
+        else if (isAnswer) answerMath(dd, v, spent);
+        else dd.textContent = String(v);
+        facts.append(el("dt", {}, k), dd);
+      }
+      textMath(document.getElementById("problem"), detail.problem || "(no problem statement in the input)", spent);
+      renderSteps(spent);
+      renderJudge(spent);
+      renderAnswers(spent);
+    }
+
+    function renderSteps(spent) {
       const list = document.getElementById("steps");
       list.replaceChildren();
       const judge = detail.judge_label;
@@ -355,20 +508,17 @@
       const span = judge ? judge.evidence_span : null;
       detail.steps.forEach((text, i) => {
         const body = el("div", { class: "text" });
-        if (span && span.step === i) {
-          body.append(text.slice(0, span.start), el("mark", { title: "the judge's evidence quote" }, text.slice(span.start, span.end)), text.slice(span.end));
-        } else {
-          body.append(text);
-        }
+        // The quote is marked in the text's own characters, math rendered around and in it.
+        const mark = span && span.step === i ? [span.start, span.end] : null;
+        textMath(body, text, spent, { mark: mark, markTitle: "the judge's evidence quote" });
         const item = el("li", { class: i === blamed ? "step blamed" : "step", "data-step": i },
           el("span", { class: "stepno" }, "[" + i + "]"), body);
-        item.addEventListener("click", () => { document.getElementById("step").value = i; });
+        item.addEventListener("click", () => { document.getElementById("step").value = i; touched = true; });
         list.append(item);
       });
-      renderMath(list);
     }
 
-    function renderJudge() {
+    function renderJudge(spent) {
       const box = document.getElementById("judge");
       box.replaceChildren();
       const j = detail.judge_label;
@@ -384,26 +534,33 @@
       if (!j) { box.append(el("p", { class: "hint" }, "No judge label for this trace.")); return; }
       const dl = el("dl");
       const rows = [["type", j.error_type || "-"], ["status", j.status], ["first wrong step", j.first_error_step === null ? "-" : j.first_error_step],
-        ["confidence", j.confidence === null ? "-" : j.confidence], ["explanation", j.explanation || "-"],
-        ["evidence", j.evidence || "-"], ["evidence found in the trace", j.evidence_verified ? "yes" : "no"], ["judge id", j.judge]];
-      for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, v));
+        ["confidence", j.confidence === null ? "-" : j.confidence], ["explanation", j.explanation || "-", "text"],
+        ["evidence", j.evidence || "-", "quote"], ["evidence found in the trace", j.evidence_verified ? "yes" : "no"], ["judge id", j.judge]];
+      for (const [k, v, math] of rows) {
+        const dd = el("dd", {});
+        // The explanation is text with math in it; the quote may be cut from inside math.
+        if (math === "text") textMath(dd, String(v), spent);
+        else if (math === "quote") answerMath(dd, String(v), spent);
+        else dd.textContent = String(v);
+        dl.append(el("dt", {}, k), dd);
+      }
       box.append(dl);
     }
 
-    function renderAnswers() {
+    function renderAnswers(spent) {
       const maj = document.getElementById("majority");
-      maj.textContent = "Majority answer: " + (detail.majority_answer === null ? "-" : detail.majority_answer) +
-        (detail.majority_correct ? " (correct)" : " (wrong)") + (detail.majority_tied ? ", tied" : "");
+      maj.replaceChildren("Majority answer: ", answerCell("span", detail.majority_answer, spent),
+        (detail.majority_correct ? " (correct)" : " (wrong)") + (detail.majority_tied ? ", tied" : ""));
       const answers = document.getElementById("answers");
       answers.replaceChildren(el("tr", {}, el("th", {}, "answer"), el("th", {}, "samples"), el("th", {}, "correct")));
       for (const a of detail.answer_distribution) {
-        answers.append(el("tr", {}, el("td", {}, a.answer === null ? "-" : a.answer), el("td", { class: "num" }, a.count), el("td", {}, a.correct ? "yes" : "no")));
+        answers.append(el("tr", {}, answerCell("td", a.answer, spent), el("td", { class: "num" }, a.count), el("td", {}, a.correct ? "yes" : "no")));
       }
       const others = document.getElementById("others");
       others.replaceChildren(el("tr", {}, el("th", {}, "checkpoint"), el("th", {}, "majority answer"), el("th", {}, "correct"), el("th", {}, "pass@1"), el("th", {}, "n")));
       for (const o of detail.other_checkpoints) {
         const here = o.checkpoint === detail.item.checkpoint;
-        others.append(el("tr", { class: here ? "selected" : null }, el("td", {}, o.checkpoint), el("td", {}, o.majority_answer === null ? "-" : o.majority_answer),
+        others.append(el("tr", { class: here ? "selected" : null }, el("td", {}, o.checkpoint), answerCell("td", o.majority_answer, spent),
           el("td", {}, o.majority_correct ? "yes" : "no"), el("td", { class: "num" }, pct(o["pass@1"])), el("td", { class: "num" }, o.n)));
       }
       const chips = document.getElementById("siblings");
@@ -424,14 +581,10 @@
         const input = el("input", { type: "radio", name: "choice", value: o.value, id: "choice-" + o.value });
         box.append(el("label", { class: "choice", title: o.title || "", for: "choice-" + o.value }, input, " ", el("kbd", {}, o.key), " ", o.label));
       }
-      if (detail.human) {
-        const current = detail.human.error_type || detail.human.verdict;
-        const input = box.querySelector('input[value="' + CSS.escape(current) + '"]');
-        if (input) input.checked = true;
-        if (detail.human.first_error_step !== null && detail.human.first_error_step !== undefined) document.getElementById("step").value = detail.human.first_error_step;
-        document.getElementById("note").value = detail.human.note || "";
-      }
+      fillForm();
       const form = document.getElementById("label-form");
+      form.addEventListener("input", () => { touched = true; });
+      form.addEventListener("change", () => { touched = true; });
       form.addEventListener("submit", (event) => { event.preventDefault(); save().catch((e) => showError(e.message)); });
       document.addEventListener("keydown", (event) => {
         if (event.target.closest("input[type=number], input[type=text], textarea, #annotator")) {
@@ -440,11 +593,25 @@
         }
         if (shortcuts[event.key]) {
           box.querySelector('input[value="' + CSS.escape(shortcuts[event.key]) + '"]').checked = true;
-        } else if (event.key === "j" || event.key === "ArrowRight") go(1);
-        else if (event.key === "k" || event.key === "ArrowLeft") go(-1);
+          touched = true;
+        } else if (event.key === "j" || event.key === "ArrowRight") go(1).catch((e) => showError(e.message));
+        else if (event.key === "k" || event.key === "ArrowLeft") go(-1).catch((e) => showError(e.message));
         else if (event.key === "s" || event.key === "Enter") { event.preventDefault(); save().catch((e) => showError(e.message)); }
         else if (event.key === "Escape") window.location.href = document.getElementById("back").getAttribute("href");
       });
+    }
+
+    // The form shows the person's current label of the trace (empty without one).
+    function fillForm() {
+      const h = detail.human;
+      for (const input of document.querySelectorAll('input[name="choice"]')) input.checked = false;
+      document.getElementById("step").value = "";
+      document.getElementById("note").value = "";
+      if (!h) return;
+      const input = document.querySelector('input[name="choice"][value="' + CSS.escape(h.error_type || h.verdict) + '"]');
+      if (input) input.checked = true;
+      if (h.first_error_step !== null && h.first_error_step !== undefined) document.getElementById("step").value = h.first_error_step;
+      document.getElementById("note").value = h.note || "";
     }
 
     async function reveal() {
@@ -462,68 +629,78 @@
         first_error_step: stepText === "" || checked.value === "no_error" || checked.value === "cant_tell" ? null : Number(stepText),
         annotator: annotator() || null, note: document.getElementById("note").value.trim() || null };
       await postJSON("/api/labels", body);
+      touched = false;
       document.getElementById("saved").textContent = "saved";
-      // Save moves on: the next trace of the queue (the next one not yet labelled with the
-      // "not yet labelled by me" filter) or of the list.
+      // Save moves on: the next trace of the queue or of the list (with "not yet labelled by
+      // me", the next one left).
       const next = await afterSave();
       if (next === null) {
-        detail = await getJSON("/api/traces/" + encodeURIComponent(detail.item.trace_id) + "?" + query({ annotator: body.annotator || "" }));
+        detail = await getJSON(detailUrl(body.annotator || ""));
         render();
-        document.getElementById("saved").textContent = queueMode ? "saved: the queue is done" : "saved: last trace of the list";
+        document.getElementById("saved").textContent = pos === null ? "saved" : queueMode ? "saved: the queue is done" : "saved: last trace of the list";
         return;
       }
-      window.location.href = traceHref(next.id, queueMode ? { queue: 1, todo: params.get("todo"), pos: next.pos } : { ...filters, pos: next.pos });
+      window.location.href = traceHref(next.id, context(next.pos));
     }
 
+    function context(at) {
+      return queueMode ? { queue: 1, todo: params.get("todo"), pos: at } : { ...filters, pos: at };
+    }
+
+    // The trace after this one once it is labelled. Without "not yet labelled by me" the list
+    // keeps its order: the next sits at pos + 1. With it, the trace just labelled has left the
+    // list and the next one now sits at pos (the trace itself is skipped should it still be
+    // there).
     async function afterSave() {
       if (pos === null) return null;
-      if (!queueMode) {
-        const id = await neighbour(1);
-        return id === null ? null : { id: id, pos: pos + 1 };
+      const at = todo ? pos : pos + 1;
+      const ids = await idsFrom(at, 2);
+      const found = ids.findIndex((t) => t !== detail.item.trace_id);
+      if (found >= 0) return { id: ids[found], pos: at + found };
+      // Labelled the last one of the list: with the filter, what is left may sit before pos.
+      if (todo && at > 0) {
+        const first = await idsFrom(0, 1);
+        if (first.length && first[0] !== detail.item.trace_id) return { id: first[0], pos: 0 };
       }
-      const todo = params.get("todo") === "1";
-      const q = await getJSON("/api/queue?" + query({ annotator: annotator(), todo: todo ? "1" : "" }));
-      // Without the filter the queue keeps its order: the next is at pos + 1. With it, the
-      // trace just labelled has left the list: the next one now sits at pos.
-      const ids = q.items.map((i) => i.trace_id).filter((t) => !todo || t !== detail.item.trace_id);
-      const at = todo ? Math.min(pos, ids.length - 1) : pos + 1;
-      return at >= 0 && at < ids.length ? { id: ids[at], pos: at } : null;
+      return null;
     }
 
-    async function neighbour(delta) {
-      if (pos === null) return null;
-      const target = pos + delta;
-      if (target < 0) return null;
+    // Up to `n` trace ids of the queue or the list from position `at`, for this person (their
+    // name is what "not yet labelled by me" filters on).
+    async function idsFrom(at, n) {
+      if (at < 0) return [];
       if (queueMode) {
-        const q = await getJSON("/api/queue?" + query({ annotator: annotator(), todo: params.get("todo") }));
-        return target < q.items.length ? q.items[target].trace_id : null;
+        const q = await getJSON("/api/queue?" + query({ annotator: annotator(), todo: todo ? "1" : "" }));
+        return q.items.slice(at, at + n).map((i) => i.trace_id);
       }
-      const body = await getJSON("/api/traces?" + query({ ...filters, offset: target, limit: 1 }));
-      return body.items.length ? body.items[0].trace_id : null;
+      const body = await getJSON("/api/traces?" + query({ ...filters, offset: at, limit: n, annotator: annotator() }));
+      return body.items.map((i) => i.trace_id);
     }
 
     async function go(delta) {
-      const next = await neighbour(delta);
-      if (next === null) return;
-      const context = queueMode ? { queue: 1, todo: params.get("todo"), pos: pos + delta } : { ...filters, pos: pos + delta };
-      window.location.href = traceHref(next, context);
+      if (pos === null) return;
+      const ids = await idsFrom(pos + delta, 1);
+      if (!ids.length) return;
+      window.location.href = traceHref(ids[0], context(pos + delta));
     }
-    document.getElementById("prev").addEventListener("click", () => go(-1));
-    document.getElementById("next").addEventListener("click", () => go(1));
-    document.getElementById("position").textContent = pos === null ? "" : (queueMode ? "queue " : "") + "#" + (pos + 1);
   }
 
   // --- the adjudication page ----------------------------------------------------------------
 
   async function adjudicatePage() {
-    annotatorInput();
+    // A new name keeps the decisions being written (no reload): they are sent with the name
+    // in the box when decided.
+    annotatorInput(() => { showError(""); if (askName()) load().catch((e) => showError(e.message)); });
     const summary = await getJSON("/api/summary");
+    identify(summary);
     if (!annotator() && summary.annotator) document.getElementById("annotator").value = summary.annotator;
     askName();
     const choices = [...summary.taxonomy.map((c) => c.key), "no_error", "cant_tell"];
     const box = document.getElementById("disagreements");
     async function load() {
-      const body = await getJSON("/api/disagreements");
+      // The adjudicator's name goes along: in blind mode what the list shows of the judge is
+      // recorded as revealed to them.
+      const body = await getJSON("/api/disagreements?" + query({ annotator: annotator() }));
       document.getElementById("progress").textContent =
         body.done + " / " + body.total + " decided" + (summary.hide_names ? " (names hidden)" : "");
       box.replaceChildren();
@@ -574,9 +751,22 @@
       section.append(form);
       return section;
     }
-    await load();
+    // Blind with the judge: the list records what it shows as revealed to its reader, so it
+    // waits for a name.
+    if (annotator() || !(summary.blind && summary.with_judge)) await load();
+    else box.replaceChildren(el("p", { class: "hint", id: "name-first" }, "Give your name first (the box at the top): " +
+      "in --blind mode, the judge's answers this list shows are recorded as revealed to you, and your own later labels of those traces count as not blind."));
   }
 
   const run = { trace: tracePage, adjudicate: adjudicatePage, index: indexPage }[page];
-  run().then(() => { document.body.dataset.ready = "1"; }).catch((e) => { showError(e.message); document.body.dataset.ready = "error"; });
+  async function start() {
+    if (!currentToken() && Object.keys(knownTokens()).length > 1) {
+      const live = await liveTokens();
+      if (live.length > 1) { chooseToken(live); return "choose"; }
+      if (live.length === 1) sessionStorage.setItem("misstep.token", live[0][0]);
+    }
+    await run();
+    return "1";
+  }
+  start().then((state) => { document.body.dataset.ready = state; }).catch((e) => { showError(e.message); document.body.dataset.ready = "error"; });
 })();
