@@ -204,7 +204,7 @@ def build(env: Env, servers: bool) -> None:
         tmp.rename(env.model_dir)
         converted.mark()
         log(f"model converted in {time.monotonic() - t0:.0f} s")
-    if servers:
+    if servers or (steps["ray"].done() and steps["misstep"].done()):
         return
 
     # Later installs may add packages but never move one vLLM brought with it.
