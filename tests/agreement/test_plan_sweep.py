@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from misstep.agreement import MIN_PILOT, LabelledRun, load_labelled_run, plan_labels
+from misstep.agreement import (
+    MIN_PILOT,
+    AnalysisConfig,
+    LabelledRun,
+    load_labelled_run,
+    plan_labels,
+)
 from misstep.labels import HumanLabel
 from misstep.rollouts import load_graded
 
@@ -58,7 +64,8 @@ def _run(tmp: Path, accuracy: float) -> tuple[LabelledRun, dict[str, str]]:
     run.mkdir(parents=True)
     (tmp / "traces.jsonl").write_text("".join(json.dumps(r) + "\n" for r in traces))
     (run / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
-    return load_labelled_run(run, load_graded(tmp / "traces.jsonl"), n_boot=20), truth
+    config = AnalysisConfig(n_boot=20)
+    return load_labelled_run(run, load_graded(tmp / "traces.jsonl"), config=config), truth
 
 
 def _people(ids: list[str], truth: dict[str, str]) -> list[HumanLabel]:

@@ -177,13 +177,14 @@ def test_the_later_adjudication_is_shown_and_used_after_a_restart(fx: Fixture) -
     with serving(review_data(fx, adjudicate=True)) as server:
         c = Client(server)
         a, _, _ = _people(c, fx)
-        assert _adjudicate(c, _label(a, annotator="zed", error_type="arithmetic"))[0] == 200
+        adj = _adjudicator(server)
+        assert _adjudicate(adj, _label(a, annotator="zed", error_type="arithmetic"))[0] == 200
         time.sleep(0.01)  # created_at is to the millisecond
-        assert _adjudicate(c, _label(a, annotator="amy", error_type="misread"))[0] == 200
-        live = c.get("/api/disagreements")[2]["items"][0]["adjudicated"]
+        assert _adjudicate(adj, _label(a, annotator="amy", error_type="misread"))[0] == 200
+        live = adj.get("/api/disagreements")[2]["items"][0]["adjudicated"]
         assert (live["annotator"], live["error_type"]) == ("amy", "misread")
     with serving(review_data(fx, adjudicate=True)) as server:  # a restart
-        again = Client(server).get("/api/disagreements")[2]["items"][0]["adjudicated"]
+        again = _adjudicator(server).get("/api/disagreements")[2]["items"][0]["adjudicated"]
         assert (again["annotator"], again["error_type"]) == ("amy", "misread")
     stored = [
         x for p in sorted((fx.run_dir / "human").glob("*.jsonl")) for x in read_human_labels(p)
