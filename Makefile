@@ -27,15 +27,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # `misstep discover` with its offline embedding (the discover extra: wordllama, weights in its
 # wheel), the Ray path on a local CPU cluster (the ray extra, about 80 MB), Inspect AI's .eval
 # logs (the inspect extra: inspect_ai) and the docs build (the docs extra). Where ray or
-# inspect_ai cannot be installed, their tests skip, and say so. --no-compile: pip would compile
-# all of the 19,000 modules it installs (40 s of CPU before the first test); Python compiles the
-# few the tests import, once, when they are first imported.
+# inspect_ai cannot be installed, their tests skip, and say so.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --no-compile -e ".[dev,discover,docs,ray,inspect]" \
-	  || { $(BIN)/python -m pip install -q --no-compile -e ".[dev,discover,docs]" \
-	       && { $(BIN)/python -m pip install -q --no-compile -e ".[dev,ray]" \
+	$(BIN)/python -m pip install -q -e ".[dev,discover,docs,ray,inspect]" \
+	  || { $(BIN)/python -m pip install -q -e ".[dev,discover,docs]" \
+	       && { $(BIN)/python -m pip install -q -e ".[dev,ray]" \
 	            || echo "note: the ray extra could not be installed; its tests will skip"; } \
-	       && { $(BIN)/python -m pip install -q --no-compile -e ".[dev,inspect]" \
+	       && { $(BIN)/python -m pip install -q -e ".[dev,inspect]" \
 	            || echo "note: the inspect extra could not be installed; the Inspect log tests will skip"; }; }
 	touch $(STAMP) $(DOCS_STAMP) $(TEST_STAMP)
 
