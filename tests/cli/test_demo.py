@@ -10,12 +10,11 @@ from typer.testing import CliRunner
 from misstep.cli import app
 from misstep.labels import read_labels
 from misstep.pipelines import SYNTHETIC_PLANTED_ERROR_TYPE, SYNTHETIC_PLANTED_STEP
+from tests.conftest import DemoRun
 
 
-def test_demo_runs_the_whole_chain_and_finds_the_planted_cause(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
-    result = CliRunner().invoke(app, ["demo", "--out", str(out)])
-    assert result.exit_code == 0, result.output
+def test_demo_runs_the_whole_chain_and_finds_the_planted_cause(demo_run: DemoRun) -> None:
+    out = demo_run.out  # `misstep demo --out DIR`, run once for the suite (tests/conftest.py)
     for name in ("traces.jsonl", "summary.json", "coverage.json", "link.json", "report.html"):
         assert (out / name).stat().st_size > 0, name
     # Every input trace ends with exactly one current label record (ok or skipped).
@@ -36,14 +35,13 @@ def test_demo_runs_the_whole_chain_and_finds_the_planted_cause(tmp_path: Path) -
     assert not any(lab.error_type == "other" for lab in labels.values())
     assert sum(c["n_abstained"] for c in by_ck.values()) == 1825
     assert all("other" not in (f.get("error_type") or "") for f in link["findings"])
-    assert "Findings" in result.output
-    assert "report" in result.output
+    assert "Findings" in demo_run.output
+    assert "report" in demo_run.output
 
 
-def test_demo_rerun_resumes_labelling(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
+def test_demo_rerun_resumes_labelling(demo_run: DemoRun, tmp_path: Path) -> None:
+    out = demo_run.copy_to(tmp_path / "demo")  # a finished demo run, as the first run left it
     runner = CliRunner()
-    assert runner.invoke(app, ["demo", "--out", str(out)]).exit_code == 0
     lines_before = (out / "labels" / "labels.jsonl").read_text(encoding="utf-8").count("\n")
     assert runner.invoke(app, ["demo", "--out", str(out)]).exit_code == 0
     lines_after = (out / "labels" / "labels.jsonl").read_text(encoding="utf-8").count("\n")

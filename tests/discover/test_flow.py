@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from misstep.cli import app
 from misstep.labels import read_labels
 from misstep.taxonomy import BUILTIN_TAXONOMY, load_taxonomy
+from tests.conftest import DemoRun
 from tests.judge.fake_openai import FakeOpenAIServer
 
 runner = CliRunner()
@@ -23,11 +24,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo") / "demo"
-    result = runner.invoke(app, ["demo", "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    return out
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_run: DemoRun) -> Path:
+    """The suite's one demo run (tests/conftest.py), copied."""
+    return demo_run.copy_to(tmp_path_factory.mktemp("demo") / "demo")
 
 
 def test_a_discovered_category_flows_through_label_link_and_report(

@@ -15,6 +15,7 @@ from misstep.judge import JudgeConfig
 from misstep.labels import LabelStatus, read_labels, read_manifest
 from misstep.pipelines import run_labeling
 from misstep.taxonomy import load_taxonomy
+from tests.conftest import exclusive
 from tests.judge.fake_openai import FakeOpenAIServer
 from tests.pipelines.test_label import _mixed, _row, _write
 
@@ -31,11 +32,12 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with exclusive(tmp_path_factory, "ray"):  # one Ray cluster at a time (tests/conftest.py)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        yield
+        ray.shutdown()
 
 
 @pytest.fixture

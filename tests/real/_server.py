@@ -73,11 +73,12 @@ class VllmEnv:
         return env
 
 
-def build_env(*, build: bool) -> VllmEnv:
-    """Run the env script (build it, or only check it); raises CalledProcessError with its
-    stderr when it fails."""
+def build_env(*, build: bool, servers: bool = False) -> VllmEnv:
+    """Run the env script (build it, or only check it; ``servers``: only what a server needs);
+    raises CalledProcessError with its stderr when it fails."""
     python = "python3.11" if sys.version_info[:2] != (3, 11) else sys.executable
     args = [python, str(ENV_SCRIPT)] + ([] if build else ["--check"])
+    args += ["--servers"] if servers else []
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise subprocess.CalledProcessError(done.returncode, args, done.stdout, done.stderr)
@@ -200,8 +201,9 @@ class Server:
 
     def wait_ready(self, timeout: float = 600.0) -> float:
         """Poll /v1/models until it answers; seconds from start. Raises with the server's log
-        tail when it exits or does not answer in time."""
-        while time.monotonic() - self.started < timeout:
+        tail when it exits or does not answer within ``timeout`` seconds of its start (a
+        server started ahead and waited for later is asked at least once)."""
+        while True:
             if not self.proc.alive():
                 raise RuntimeError(f"vLLM server exited during startup:\n{self.proc.tail()}")
             try:
@@ -210,6 +212,8 @@ class Server:
                     return self.ready_s
             except httpx.HTTPError:
                 pass
+            if time.monotonic() - self.started >= timeout:
+                break
             time.sleep(1)
         self.proc.stop()
         raise RuntimeError(f"vLLM server not ready after {timeout:.0f} s:\n{self.proc.tail()}")

@@ -3,10 +3,18 @@
 In CI (``CI=true``) or with ``MISSTEP_REAL_VLLM=1`` the environment is built when missing (a cold
 build installs vLLM and converts the model: several minutes) and a failure to build fails the tier
 loudly. Elsewhere the tier runs when the environment is already built and skips, saying how to
-build it, when it is not. ``MISSTEP_REAL_VLLM=0`` skips it (never in CI).
+build it, when it is not. ``MISSTEP_REAL_VLLM=0`` skips it (never in CI). The server tests ask
+only for what a server needs (``vllm_server_env``: vLLM and the model, built first), so in CI
+they start while the rest of the environment (``vllm_env``: Ray and misstep's dependencies in
+the vLLM venv, for the offline and Ray engines) is still being installed.
 
-Servers are session-scoped (a start takes about 85 s on 2 cores): ``real_server`` is shared by
-every test and restarted only if a test killed it; ``second_server`` starts on first use.
+Servers are session-scoped, started once per test run (a start takes about 31 s on 2 cores):
+``real_server`` ("a") is shared by every test and restarted only if a test killed it;
+``second_server`` ("b") serves the failover test. Both are launched together as soon as the
+first test that needs a server asks (``servers``), so their start-ups overlap each other;
+"b" only when a selected test asks for ``second_server``. Under pytest-xdist every test that
+uses ``servers`` runs in one worker (the ``real-servers`` group, ``tests/conftest.py``), so
+the run still starts each server once.
 """
 
 from __future__ import annotations
@@ -38,14 +46,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.real_vllm)
 
 
-@pytest.fixture(scope="session")
-def vllm_env() -> VllmEnv:
+def _env(*, servers: bool) -> VllmEnv:
     wanted = os.environ.get("MISSTEP_REAL_VLLM", "")
     if wanted == "0" and not _in_ci():
         pytest.skip("MISSTEP_REAL_VLLM=0")
     build = _in_ci() or wanted == "1"
     try:
-        return build_env(build=build)
+        return build_env(build=build, servers=servers)
     except subprocess.CalledProcessError as exc:
         if build:
             pytest.fail(
@@ -60,20 +67,45 @@ def vllm_env() -> VllmEnv:
 
 
 @pytest.fixture(scope="session")
+def vllm_env() -> VllmEnv:
+    """The whole environment: the offline and Ray engines and the checks run in its venv need
+    Ray and misstep's dependencies there."""
+    return _env(servers=False)
+
+
+@pytest.fixture(scope="session")
+def vllm_server_env() -> VllmEnv:
+    """What a vLLM server (or ``run_batch``) needs, vLLM and the model: in CI, where the
+    environment is built in the background, the server tests start once these are built, while
+    the rest is installed (``scripts/real_vllm_env.py --servers``)."""
+    return _env(servers=True)
+
+
+@pytest.fixture(scope="session")
 def server_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("vllm-logs")
 
 
 class ServerPool:
-    """Session servers by name, started on first use, restarted when found dead."""
+    """Session servers by name, launched ahead (``start``) or on first use (``get``), restarted
+    when found dead."""
 
     def __init__(self, env: VllmEnv, logs: Path) -> None:
         self.env, self.logs = env, logs
         self.servers: dict[str, Server] = {}
         self.startup_s: list[float] = []
 
+    def start(self, name: str) -> None:
+        """Launch server ``name`` unless it is running; ``get`` waits until it answers."""
+        if name not in self.servers:
+            self.servers[name] = Server(self.env, self.logs, name=name)
+
     def get(self, name: str) -> Server:
         server = self.servers.get(name)
+        if server is not None and server.ready_s is None:
+            # Launched ahead by ``start``: wait for it (raises with its log if it died).
+            self.startup_s.append(server.wait_ready())
+            return server
         if server is None or not server.alive():
             if server is not None:
                 server.stop()
@@ -93,9 +125,14 @@ class ServerPool:
 
 
 @pytest.fixture(scope="session")
-def servers(vllm_env: VllmEnv, server_logs: Path) -> Iterator[ServerPool]:
-    pool = ServerPool(vllm_env, server_logs)
+def servers(
+    vllm_server_env: VllmEnv, server_logs: Path, request: pytest.FixtureRequest
+) -> Iterator[ServerPool]:
+    pool = ServerPool(vllm_server_env, server_logs)
     try:
+        pool.start("a")
+        if any("second_server" in getattr(i, "fixturenames", ()) for i in request.session.items):
+            pool.start("b")
         yield pool
     finally:
         pool.close()
@@ -106,6 +143,25 @@ def servers(vllm_env: VllmEnv, server_logs: Path) -> Iterator[ServerPool]:
 @pytest.fixture
 def real_server(servers: ServerPool) -> Server:
     return servers.get("a")
+
+
+@pytest.fixture
+def second_server(servers: ServerPool) -> Server:
+    return servers.get("b")
+
+
+def engine_env(vllm_env: VllmEnv, **extra: str) -> dict[str, str]:
+    """The environment of an engine that a test starts outside the servers' group.
+
+    vLLM pins each engine's model worker to the cores its automatic binding picks (on 2
+    cores: core 0, the other one reserved), so every engine of the tier computes on one core.
+    Under pytest-xdist these engines run beside the servers' group (``tests/conftest.py``):
+    they are pinned to the last core instead, the one the servers leave free. Alone, or on one
+    core, nothing changes. A thread binding, not an engine argument: the engine is the same."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if "PYTEST_XDIST_WORKER" in os.environ and len(cpus) > 1:
+        extra = {"VLLM_CPU_OMP_THREADS_BIND": str(cpus[-1]), **extra}
+    return vllm_env.environ(**extra)
 
 
 def misstep_cmd(*args: str) -> list[str]:

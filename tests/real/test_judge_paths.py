@@ -18,6 +18,7 @@ from tests.real.conftest import (
     MAX_TOKENS,
     TRACES12,
     assert_issue20_bar,
+    engine_env,
     judge_ids,
     run_misstep,
     statuses,
@@ -50,7 +51,7 @@ def _traceback(stderr: str) -> str:
 
 
 def test_batch_round_trip_through_vllm_run_batch(
-    live_run: Path, vllm_env: VllmEnv, real_server: Server, tmp_path: Path
+    live_run: Path, vllm_server_env: VllmEnv, real_server: Server, tmp_path: Path
 ) -> None:
     """export-requests -> vLLM's own run-batch (the README server's engine flags) ->
     ingest-replies, and again for the retries of cut or broken replies that the second export
@@ -62,7 +63,7 @@ def test_batch_round_trip_through_vllm_run_batch(
         rounds += 1
         run_misstep(
             "export-requests", str(TRACES12), "--out", str(run),
-            "--model", str(vllm_env.model), "--max-tokens", MAX_TOKENS,
+            "--model", str(vllm_server_env.model), "--max-tokens", MAX_TOKENS,
         )  # fmt: skip
         requests = run / "requests.jsonl"
         n = len(requests.read_text(encoding="utf-8").splitlines())
@@ -72,13 +73,13 @@ def test_batch_round_trip_through_vllm_run_batch(
             break
         replies = tmp_path / f"replies{rounds}.jsonl"
         cmd = [
-            str(vllm_env.python), "-m", "vllm.entrypoints.launchers.run_batch",
-            "-i", str(requests), "-o", str(replies), "--model", str(vllm_env.model),
+            str(vllm_server_env.python), "-m", "vllm.entrypoints.launchers.run_batch",
+            "-i", str(requests), "-o", str(replies), "--model", str(vllm_server_env.model),
             *real_server.flags, *CPU_FLAGS,
         ]  # fmt: skip
         # Supervised like a server, so that a time-out leaves no engine behind.
         log = tmp_path / f"run_batch{rounds}.log"
-        code = Proc(cmd, env=vllm_env.environ(), log=log).wait(timeout=900)
+        code = Proc(cmd, env=vllm_server_env.environ(), log=log).wait(timeout=900)
         stderr = log.read_text(encoding="utf-8", errors="replace")
         assert code == 0, stderr[-4000:]
         lines = [json.loads(x) for x in replies.read_text(encoding="utf-8").splitlines()]
@@ -96,6 +97,6 @@ def test_offline_engine_with_no_engine_args(vllm_env: VllmEnv, tmp_path: Path) -
     run_misstep(
         "label", str(TRACES12), "--out", str(run), "--judge", "vllm",
         "--model", str(vllm_env.model), "--max-tokens", MAX_TOKENS,
-        env=vllm_env.environ(), python=vllm_env.python,
+        env=engine_env(vllm_env), python=vllm_env.python,
     )  # fmt: skip
     assert_issue20_bar(run, "offline --judge vllm")

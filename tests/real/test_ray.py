@@ -16,13 +16,14 @@ from tests.real.conftest import (
     MAX_TOKENS,
     TRACES12,
     assert_issue20_bar,
+    engine_env,
     judge_ids,
     run_misstep,
 )
 
 
 def test_ray_actors_against_a_real_server(
-    real_server: Server, live_run: Path, tmp_path: Path
+    real_server: Server, live_run: Path, tmp_path: Path, ray_slot: None
 ) -> None:
     pytest.importorskip("ray")
     run = tmp_path / "ray"
@@ -35,7 +36,9 @@ def test_ray_actors_against_a_real_server(
     assert judge_ids(run) == judge_ids(live_run), "Ray and live labels differ in judge id"
 
 
-def test_ray_vllm_engine_processor_on_cpu(vllm_env: VllmEnv, tmp_path: Path) -> None:
+def test_ray_vllm_engine_processor_on_cpu(
+    vllm_env: VllmEnv, tmp_path: Path, ray_slot: None
+) -> None:
     """Ray Data's vLLM engine processor on CPU (a CPU placement bundle, the ``mp`` executor,
     vLLM's ``StructuredOutputsConfig`` object, no Ray metrics logger): two schema-valid
     replies. About a minute on 2 cores."""
@@ -44,7 +47,7 @@ def test_ray_vllm_engine_processor_on_cpu(vllm_env: VllmEnv, tmp_path: Path) -> 
     # Supervised like a server: at the time limit the whole group goes (Ray's workers too).
     proc = Proc(
         [str(vllm_env.python), str(probe), str(vllm_env.model), str(out)],
-        env=vllm_env.environ(RAY_DISABLE_USAGE_STATS="1"),
+        env=engine_env(vllm_env, RAY_DISABLE_USAGE_STATS="1"),
         log=tmp_path / "probe.log",
     )
     code = proc.wait(timeout=600)

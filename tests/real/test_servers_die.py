@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from misstep.labels import read_labels
+from tests.real._server import Server
 from tests.real.conftest import (
     CONCURRENCY,
     DATA,
@@ -53,9 +54,9 @@ def _start(*args: str) -> subprocess.Popen[str]:
 
 
 def test_failover_when_one_of_two_real_servers_is_killed(
-    servers: ServerPool, tmp_path: Path
+    servers: ServerPool, second_server: Server, tmp_path: Path
 ) -> None:
-    a, b = servers.get("a"), servers.get("b")
+    a, b = servers.get("a"), second_server
     run = tmp_path / "run"
     proc = _start(
         "label", str(TRACES12), "--out", str(run), "--judge", "openai",

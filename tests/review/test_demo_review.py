@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from misstep.agreement import load_labelled_run
-from misstep.pipelines import run_demo
 from misstep.review import ReviewData, open_trace_texts
 from misstep.rollouts import load_graded
+from tests.conftest import DemoRun
 from tests.review.review_fixture import serving
 from tests.review.test_api import Client
 
 
 @pytest.mark.slow
-def test_review_serves_the_demo_run(tmp_path: Path) -> None:
-    demo = run_demo(tmp_path / "demo")
-    run = load_graded(demo.traces)
+def test_review_serves_the_demo_run(demo_run: DemoRun) -> None:
+    demo = demo_run.out  # the suite's one demo run (tests/conftest.py)
+    run = load_graded(demo / "traces.jsonl")
     ids = run.table["trace_id"].astype(str).tolist()
-    texts = open_trace_texts(demo.traces, ids, input_sha256=run.input_sha256)
-    data = ReviewData(load_labelled_run(demo.run_dir, run), texts)
-    link = {c["checkpoint"]: c for c in json.loads(Path(demo.link).read_text())["checkpoints"]}
+    texts = open_trace_texts(demo / "traces.jsonl", ids, input_sha256=run.input_sha256)
+    data = ReviewData(load_labelled_run(demo / "labels", run), texts)
+    link = {c["checkpoint"]: c for c in json.loads((demo / "link.json").read_text())["checkpoints"]}
     with serving(data) as server:
         c = Client(server)
         dists = c.get("/api/distributions")[2]["distributions"]

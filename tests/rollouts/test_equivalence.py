@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import time
@@ -129,15 +130,34 @@ def test_an_early_worker_nobody_needed_is_ended_without_waiting() -> None:
     assert checker.stats.pool_restarts == 0
 
 
+# Set by the test that holds the pool's first worker busy; a fork pool's worker inherits it.
+_GATE = multiprocessing.get_context("fork").Event()
+
+
+def _held_until_the_gate_opens() -> None:
+    _GATE.wait(timeout=120)
+
+
 def test_the_pool_grows_when_parse_work_queues_up() -> None:
-    # unions of sets have no value of their own: each needs a math-verify parse
+    # unions of sets have no value of their own: each needs a math-verify parse. The one
+    # worker is held busy until every answer is sent, so the work queues up whatever the
+    # machine's speed (a worker that kept up with the sends would leave no backlog, and a
+    # loaded machine decides which goes faster); generous limits keep slow parses parsed.
     answers = [f"\\{{{k}, {k + 1}\\}} \\cup \\{{{k + 3}\\}}" for k in range(200)]
-    with EquivalenceChecker(workers=2) as checker:
+    _GATE.clear()
+    with EquivalenceChecker(workers=2, timeout_s=60.0, stall_grace_s=600.0) as checker:
         checker.start()
-        for text in answers:
-            checker.prefetch(text, canonical_key(text))
+        held = checker._submit(_held_until_the_gate_opens)
+        assert checker._pool_workers == 1
+        try:
+            for text in answers:
+                checker.prefetch(text, canonical_key(text))
+            assert checker._pool_workers == 2  # grown while the first worker was held
+        finally:
+            _GATE.set()
+        held.result(timeout=120)
         fingerprints = checker.fingerprints()
-        assert checker._pool_workers == 2
+        assert checker.stats.pool_restarts == 0
         assert len(fingerprints) == 200
         assert all(fp.structured for fp in fingerprints.values())
         # a later solve uses the grown pool and still gives the right verdicts
