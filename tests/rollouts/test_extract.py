@@ -28,6 +28,16 @@ from misstep.rollouts import extract_answer
         ),
         ("Final Answer: 3.5", "3.5", "answer_phrase"),
         ("Answer: x + 1\nmore text", "x + 1", "answer_phrase"),
+        # o1-mini's ending (RealCritic): the bold phrase alone, the answer below it
+        ("So 5636.\n\n**Final Answer:**\n5636", "5636", "answer_phrase"),
+        ("**Final Answer:**  \n\n  $17$\n", "17", "answer_phrase"),
+        ("**Final Answer: 3/4**", "3/4", "answer_phrase"),
+        ("**Final Answer:**\nThere are **81** lattice points.", "81", "answer_phrase"),
+        ("**Final Answer:**\n\\[\n2\n\\]", "2", "answer_phrase"),
+        ("**Final Answer:** The value of the expression is **1**.", "1", "answer_phrase"),
+        ("**Final Answer:**\n\\(30\\) degrees", "30", "answer_phrase"),
+        # a bare phrase ending its line may introduce prose: not read past its line
+        ("To find the answer:\nwe add 2 and 3 to get 5", "5", "last_number"),
         ("We get 3 apples, then 4 more, total 7", "7", "last_number"),
         ("The total is 1,234.", "1,234", "last_number"),
     ],

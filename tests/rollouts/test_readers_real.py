@@ -20,9 +20,6 @@ DATA = Path(__file__).parent / "data" / "harness"
 # Rows where misstep's own grade differs from the harness's, each with why. A fix that makes
 # misstep agree leaves this a superset; a new difference fails the test.
 KNOWN = {
-    # o1-mini ends "**Final Answer:**\n5636": misstep's extraction reads the phrase's bold
-    # markers ("**") as the answer (misstep's misreading; issue 33, answer forms).
-    ("realcritic", "3", 0),
     # The generation answers \boxed{1}, then runs on into a new question whose text holds an
     # empty \boxed{}: NeMo-Skills takes that last one (predicted_answer ""), misstep the last
     # non-empty one: the harness's misreading.

@@ -14,8 +14,11 @@ The rules, tried in this order (the first that finds an answer wins; each has a 
 3. ``hash_mark``: GSM8K's ending, the text after ``####`` on the last line that starts with it.
 4. ``answer_phrase``: the last of "final answer is X", "the answer is X", "correct answer is
    X", "best answer is X", "final answer: X", "answer: X" (case-insensitive). X runs to the
-   end of its line; a leading ``$...$`` is unwrapped, otherwise X stops at the first sentence
-   end (". "); a trailing period is dropped.
+   end of its line, past Markdown emphasis around the phrase (``**Final Answer:** X``; an
+   emphasised phrase alone on its line takes the next non-empty line, at most two down:
+   ``**Final Answer:**`` then X below, its ``**bold**`` part if any); a leading ``$...$`` or
+   ``\\(...\\)`` is unwrapped, otherwise X stops at the first sentence end (". "); a trailing
+   period is dropped.
 5. ``choice``: a multiple-choice ending on the last non-empty line: "Solution: Choice_B",
    "Choice\\_B", "Option C", "(C)" or "C)" alone, "... is (B) Sb."; else a line "Solution:
    Choice_B" among the last 600 characters (Mr-Ben's answer line, followed by a note); the
@@ -56,6 +59,7 @@ _PHRASES = (
     "final answer:",
     "answer:",
 )
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
 _CHOICE_LINE = re.compile(
     r"(?:\b(?:choice|option)\s*\\?_?\s*\(?([A-J])\)?(?![A-Za-z])|^\s*(?:solution:\s*)?\(?([A-J])\)\.?\s*$"
     # "The symbol for antimony is (B) Sb.", "the correct statement is (B)."
@@ -193,12 +197,14 @@ def _after_phrase(text: str) -> str | None:
     if best < 0:
         return None
     rest = text[best + best_len :]
-    newline = rest.find("\n")
-    line = (rest if newline < 0 else rest[:newline]).strip().lstrip(":").strip()
+    line = _phrase_line(rest)
     if not line:
         return None
+    line = line.replace("\u202f", " ").replace("\xa0", " ")  # narrow and no-break spaces
     if line.startswith("$"):
         answer = _unwrap_dollars(line)
+    elif line.startswith("\\(") and "\\)" in line:  # \(30\) degrees: the math is the answer
+        answer = line[2 : line.index("\\)")]
     else:
         answer = line
         for stop in (". ", "; "):
@@ -213,6 +219,34 @@ def _after_phrase(text: str) -> str | None:
     if not answer or len(answer) > _MAX_ANSWER_CHARS:
         return None
     return answer
+
+
+def _phrase_line(rest: str) -> str:
+    """The text an answer phrase introduces: the rest of its line, past the colon and the
+    Markdown emphasis around the phrase (``**Final Answer:** 42``), without a closing ``**``.
+    Only where the phrase is in emphasis and nothing follows it on its line, the next
+    non-empty line, at most two down (o1-mini ends ``**Final Answer:**`` with the answer on
+    the line below: its emphasised part where it has one, "There are **81** lattice points";
+    a display ``\\[ ... \\]`` over the lines below whole); a bare "answer:" ending its line may
+    introduce prose, so it gives none."""
+    lines = rest.split("\n", 6)
+    line = lines[0].strip().lstrip(":*_").strip()
+    if line or not rest.lstrip(":").startswith(("*", "_")):
+        bold = _BOLD.findall(line)  # "**Final Answer:** The value is **1**"
+        return bold[-1].strip() if bold else line.removesuffix("**").strip()
+    below = [nxt.strip() for nxt in lines[1:6]]
+    first = next((i for i, nxt in enumerate(below[:2]) if nxt), None)
+    if first is None:
+        return ""
+    line = below[first]
+    if line in ("\\[", "$$"):  # display math over lines: \[ / 42 / \]
+        close = "\\]" if line == "\\[" else "$$"
+        body = below[first + 1 :]
+        if close in body:
+            return " ".join(body[: body.index(close)])
+    # the emphasised part of a sentence is its answer: "There are **81** lattice points"
+    bold = _BOLD.findall(line)
+    return bold[-1].strip() if bold else line
 
 
 def _last_line(text: str) -> str:
