@@ -182,3 +182,24 @@ def test_reveals_are_read_from_the_directory_by_every_reader(tmp_path: Path) -> 
         one.append_reveals(
             [Reveal(trace_id="t", annotator="a"), Reveal(trace_id="t", annotator="b")]
         )
+
+
+def test_a_cut_last_line_is_read_past_until_the_next_write_repairs_it(tmp_path: Path) -> None:
+    """Issue 34, item 11: a full disk left a torn last line that made every read fail until
+    the next write. Reads now take the whole lines before it; a bad line that ends in a
+    newline (not a cut write) is still an error naming file and line."""
+    from misstep.errors import InvalidRecordError
+    from misstep.labels import read_human_labels
+
+    whole = {"trace_id": "t1", "annotator": "ann", "error_type": "arithmetic",
+             "first_error_step": 1}  # fmt: skip
+    path = tmp_path / "ann.jsonl"
+    path.write_text(
+        orjson.dumps(whole).decode() + "\n" + '{"trace_id": "t2", "annot', encoding="utf-8"
+    )
+    assert [x.trace_id for x in read_human_labels(path)] == ["t1"]
+    path.write_text(
+        orjson.dumps(whole).decode() + "\n" + '{"trace_id": "t2", "annot\n', encoding="utf-8"
+    )
+    with pytest.raises(InvalidRecordError, match="line 2"):
+        read_human_labels(path)

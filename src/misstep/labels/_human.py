@@ -239,6 +239,11 @@ def _required(path: Path, line: int, row: Mapping[str, Any], name: str) -> None:
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for line, raw, row in iter_json_lines(path):
         if isinstance(row, RowError):
+            if not raw.endswith(b"\n"):
+                # A last line cut mid-write (a full disk, a kill): its write failed, so it was
+                # never acknowledged; the next append repairs the file (labels/_tail.py), and
+                # until then every reader reads the whole lines before it.
+                continue
             text = raw.decode("utf-8", "replace").rstrip("\r\n")
             raise InvalidRecordError(path=path, line=line, reason=row.reason, value=text)
         yield line, row
