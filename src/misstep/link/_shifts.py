@@ -264,44 +264,22 @@ def distribution_shifts(
                 )
             )
         if few:
-            shifts.append(
-                Shift(
-                    before=a.checkpoint,
-                    after=b.checkpoint,
-                    chi2=None,
-                    dof=None,
-                    design_effect=None,
-                    p_value=None,
-                    p_raw=None,
-                    jsd=None,
-                    changes=changes,
-                    note=(
-                        f"too few data at {', '.join(few)}: each checkpoint needs at least "
-                        f"{MIN_LABELLED} labelled wrong traces over {MIN_PROBLEMS} problems"
-                    ),
-                )
+            note = (
+                f"too few data at {', '.join(few)}: each checkpoint needs at least "
+                f"{MIN_LABELLED} labelled wrong traces over {MIN_PROBLEMS} problems"
             )
+            shifts.append(_untested(a, b, changes, note, jsd=None))
             continue
         present = [t for t in types if a.shares[t] + b.shares[t] > 0]
         if len(present) < 2:
             # one type at both checkpoints (a judge that types one class, the rules judge's
             # arithmetic, the rest not typed): no mix can shift, and a chi-square has no df
-            shifts.append(
-                Shift(
-                    before=a.checkpoint,
-                    after=b.checkpoint,
-                    chi2=None,
-                    dof=None,
-                    design_effect=None,
-                    p_value=None,
-                    p_raw=None,
-                    jsd=0.0,
-                    changes=changes,
-                    note="the typed traces hold one type at both checkpoints ("
-                    + (", ".join(present) or "none")
-                    + "): no shift of the mix to test (traces not typed are no type)",
-                )
+            note = (
+                "the typed traces hold one type at both checkpoints ("
+                + (", ".join(present) or "none")
+                + "): no shift of the mix to test (traces not typed are no type)"
             )
+            shifts.append(_untested(a, b, changes, note, jsd=0.0))
             continue
         stat, dof, deff, p = _omnibus(a, b, types)
         pa = np.array([a.shares[t] for t in types])
@@ -326,6 +304,29 @@ def distribution_shifts(
     for c, adj in zip(flat, bh_adjust([c.p_raw for c in flat]), strict=True):
         c.p_value = adj
     return shifts
+
+
+def _untested(
+    a: CheckpointShares,
+    b: CheckpointShares,
+    changes: list[TypeChange],
+    note: str,
+    *,
+    jsd: float | None,
+) -> Shift:
+    """A shift between ``a`` and ``b`` with no omnibus test, and why (``note``)."""
+    return Shift(
+        before=a.checkpoint,
+        after=b.checkpoint,
+        chi2=None,
+        dof=None,
+        design_effect=None,
+        p_value=None,
+        p_raw=None,
+        jsd=jsd,
+        changes=changes,
+        note=note,
+    )
 
 
 def _vector(d: ErrorDistribution | None, types: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
