@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from misstep.cli.app import app
+from misstep.labels import LabelStatus, read_labels
 
 runner = CliRunner()
 
@@ -59,14 +60,17 @@ def test_processbench_experts_vs_rules_judge(shared_data: Path, tmp_path: Path) 
     assert result.exit_code == 0, result.output
     (step,) = json.loads(result.stdout)["steps"]
     assert step["a"] == "human_expert_consensus"
-    assert 300 < step["n"] <= 340  # traces with no answer are skipped, not judged
-    assert step["n_erroneous"] > 0 and step["n_error_free"] > 0
-    # The rules judge finds only wrong explicit calculations, so it rarely names a step
-    # (acc. on erroneous traces is low) and never flags an error-free trace wrongly unless a
-    # calculation is off: F1 is well below ProcessBench's model scores, but defined.
+    # The rules judge types only a wrong explicit calculation and abstains on every other
+    # trace (it cannot tell, with or without --include-correct): the step comparison is over
+    # the traces it answered, counted here from the run itself, and the rest are said to be
+    # left out. Traces with no answer are skipped, not judged.
+    labels = read_labels(run)
+    answered = {t for t, lab in labels.items() if lab.status is LabelStatus.OK}
+    abstained = sum(lab.status is LabelStatus.ABSTAINED for lab in labels.values())
+    assert step["n"] == len(answered) > 0
+    assert f"abstained {abstained}" in result.stderr and abstained > 10 * len(answered)
+    assert step["n_erroneous"] > 0
     assert step["processbench_f1"] is not None
-    assert 0.0 <= step["acc_erroneous"] < 0.5
-    assert step["acc_error_free"] > 0.9
     print("processbench", {k: step[k] for k in step if not k.endswith("_ci")})
 
 
@@ -105,7 +109,11 @@ def test_mr_gsm8k_tags_vs_rules_judge(shared_data: Path, tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     (pair,) = data["pairs"]
-    assert pair["n"] > 300
+    # the traces both typed: the rules judge types only what it can check (counted from the
+    # run), and abstains on the rest
+    labels = read_labels(run)
+    typed = {t for t, lab in labels.items() if lab.status is LabelStatus.OK}
+    assert pair["n"] == len(typed & {r["trace_id"] for r in tagged}) > 50
     per = {r["category"]: r for r in data["per_category"]}
     # The rules judge only says arithmetic or other: it never claims misread.
     assert per["misread"]["prevalence_rater"] == 0.0

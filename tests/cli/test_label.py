@@ -103,8 +103,14 @@ def test_shared_real_data_through_label_with_rules(
     labels = read_labels(run)
     assert len(labels) == 150  # every trace read has exactly one current record
     statuses = {lab.status for lab in labels.values()}
-    assert statuses <= {LabelStatus.OK, LabelStatus.SKIPPED}
+    # the rules judge types what it can check and abstains on the rest (never `other`)
+    assert statuses <= {LabelStatus.OK, LabelStatus.ABSTAINED, LabelStatus.SKIPPED}
     sent = [lab for lab in labels.values() if lab.status is LabelStatus.OK]
     assert sent, "the first 150 traces hold wrong ones"
+    assert all(lab.error_type != "other" for lab in sent)
+    abstained = [lab for lab in labels.values() if lab.status is LabelStatus.ABSTAINED]
+    assert abstained and all(
+        lab.error_type is None and lab.first_error_step is None for lab in abstained
+    )
     # an arithmetic label must quote the trace verbatim
     assert all(lab.evidence_verified for lab in sent if lab.error_type == "arithmetic")

@@ -45,7 +45,9 @@ def error_type_table(
     table.add_column("wrong (count)", justify="right", overflow="fold")
     table.add_column("labelled (share)", justify="right", overflow="fold")
     # the judge's "cannot tell" beside the shares, which are over the typed traces only
-    table.add_column("not typed (count)", justify="right", overflow="fold")
+    abstained = any(d.n_abstained for d in dists)
+    if abstained:
+        table.add_column("not typed (count)", justify="right", overflow="fold")
     if corrected:
         table.add_column("corrected by (human labels)", overflow="fold")
     cats = list(categories)
@@ -74,7 +76,7 @@ def error_type_table(
             data(d.dataset),
             str(d.n_wrong),
             f"{share} ({d.n_labelled})",
-            str(d.n_abstained),
+            *([str(d.n_abstained)] if abstained else []),
             *(by if corrected else []),
             *cells,
         )

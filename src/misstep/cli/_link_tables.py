@@ -85,7 +85,10 @@ def print_link(r: LinkResult) -> None:
         "95% interval in brackets)"
     )
     keys, vote_columns = _vote_columns(r)
-    columns = ["checkpoint", *vote_columns, "labelled (share)", "not typed (count)"]
+    # the judge's "cannot tell" beside the shares (over the typed traces), where it said so
+    abstained = any(c.n_abstained for c in r.checkpoints)
+    columns = ["checkpoint", *vote_columns, "labelled (share)"]
+    columns += ["not typed (count)"] if abstained else []
     columns += ["shares by (human labels)", *r.types]
     for col in columns:
         t.add_column(col, justify="left" if col == "checkpoint" else "right", overflow="fold")
@@ -95,7 +98,7 @@ def print_link(r: LinkResult) -> None:
             data(c.checkpoint),
             *_vote_cells(r, c, keys),
             "-" if c.labelled_share is None else f"{c.labelled_share:.2f} ({c.n_labelled})",
-            str(c.n_abstained),
+            *([str(c.n_abstained)] if abstained else []),
             (
                 f"{c.error_dist_estimator} ({c.n_human})"
                 if c.error_dist_source == "corrected"
