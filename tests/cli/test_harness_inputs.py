@@ -76,8 +76,10 @@ def test_harness_grade_is_the_grade_and_regrade_is_misstep_own() -> None:
     assert (kept["n_problems"], kept["n_correct"]) == (16, 13)  # the harness's score: 13/16
     result = runner.invoke(app, [*args, "--regrade"])
     (mine,) = json.loads(_ok(result))
-    assert mine["n_correct"] == 12  # one row misread by misstep (test_readers_real.KNOWN)
-    assert "misstep's grade differs from the harness's on 1 of 16 traces" in result.stderr
+    # misstep's own grade is the harness's on every row (o1-mini's "**Final Answer:**" ending,
+    # the answer on the line below, is read since GRADER_VERSION 11)
+    assert mine["n_correct"] == 13
+    assert "misstep's grade differs from the harness's on 0 of 16 traces" in result.stderr
 
 
 @pytest.mark.slow
